@@ -1,0 +1,1 @@
+"""Pykka actors: the single owners of control-plane state, fed by events."""

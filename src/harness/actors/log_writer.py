@@ -1,0 +1,167 @@
+"""The only writer of the store: appends event batches and folds them into projections, one txn each."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pykka
+from pydantic import BaseModel, ConfigDict
+
+from harness.events import Envelope, Event
+from harness.metrics import CALL_LOG_DROPPED
+from harness.projections import Projection, all_projections, fold, install
+from harness.store import append, envelopes_for, last_position, open_for_writing, read_rows, to_envelope
+
+DEFAULT_CAPACITY = 65_536
+"""Events the intake holds before it drops (and counts) new ones."""
+
+MAX_BATCH = 4_096
+"""Events per transaction at most; a larger backlog commits in several groups."""
+
+
+class _Flush:
+    """Message: drain the intake into the store."""
+
+
+_FLUSH = _Flush()
+
+
+class EventIntake:
+    """The loop's side of the writer: a bounded queue that never blocks the caller.
+
+    ``emit`` appends and, when the writer is not already woken, tells it to flush. A full intake
+    drops the event and counts it (``harness_mcp_call_log_dropped_total``).
+    """
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self.capacity = capacity
+        self.dropped = 0
+        self._queue: deque[Event] = deque()
+        self._woken = False
+        self._writer: pykka.ActorRef[Any] | None = None
+
+    def attach(self, writer: pykka.ActorRef[Any]) -> None:
+        """Connect the intake to its writer actor."""
+        self._writer = writer
+
+    def emit(self, event: Event) -> None:
+        """Hand one event to the writer; never blocks."""
+        if len(self._queue) >= self.capacity:
+            self.dropped += 1
+            CALL_LOG_DROPPED.inc()
+            return
+        self._queue.append(event)
+        if not self._woken and self._writer is not None:
+            self._woken = True
+            self._writer.tell(_FLUSH)
+
+    def take(self, limit: int) -> list[Event]:
+        """Writer side: clear the wake flag, then pop up to ``limit`` events in order."""
+        self._woken = False
+        queue = self._queue
+        count = min(limit, len(queue))
+        return [queue.popleft() for _ in range(count)]
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+
+class WriterStatistics(BaseModel):
+    """What the writer has done so far."""
+
+    model_config = ConfigDict(frozen=True)
+
+    last_position: int
+    events_written: int
+    batches: int
+    dropped: int
+    pending: int
+
+
+class LogWriterActor(pykka.ThreadingActor):
+    """Owns the store's single write connection; group-commits whatever the intake holds when woken."""
+
+    def __init__(
+        self, path: Path, intake: EventIntake, projections: Sequence[Projection] | None = None
+    ) -> None:
+        super().__init__()
+        self._path = path
+        self._intake = intake
+        self._projections = tuple(projections) if projections is not None else all_projections()
+        self._conn: apsw.Connection | None = None
+        self._next = 1
+        self._written = 0
+        self._batches = 0
+        self._ready = threading.Event()
+
+    def on_start(self) -> None:
+        """Open the store, install projections and fold anything they have not seen yet."""
+        conn = open_for_writing(self._path)
+        self._conn = conn
+        lowest = install(conn, self._projections)
+        last = last_position(conn)
+        self._next = last + 1
+        if lowest < last:
+            self._catch_up(conn, lowest)
+
+    def _catch_up(self, conn: apsw.Connection, after: int) -> None:
+        batch: list[Envelope] = []
+        for row in read_rows(conn, after=after):
+            batch.append(to_envelope(row))
+            if len(batch) >= MAX_BATCH:
+                with conn:
+                    fold(conn.cursor(), self._projections, batch)
+                batch = []
+        with conn:
+            fold(conn.cursor(), self._projections, batch)
+
+    def on_receive(self, message: Any) -> Any:
+        """Handle a flush wake-up."""
+        if isinstance(message, _Flush):
+            self._drain()
+        return None
+
+    def _drain(self) -> None:
+        while events := self._intake.take(MAX_BATCH):
+            self.write(events)
+
+    def write(self, events: Sequence[Event]) -> int:
+        """Append and fold a batch in one transaction; return the last position written."""
+        conn = self._conn
+        assert conn is not None
+        envelopes = envelopes_for(events, self._next)
+        with conn:
+            cursor = conn.cursor()
+            append(cursor, envelopes)
+            fold(cursor, self._projections, envelopes)
+        self._next += len(envelopes)
+        self._written += len(envelopes)
+        self._batches += 1
+        return self._next - 1
+
+    def wait_flushed(self) -> int:
+        """Drain everything emitted so far and return the last committed position."""
+        self._drain()
+        return self._next - 1
+
+    def statistics(self) -> WriterStatistics:
+        """Counters for tests, benchmarks and ``harness doctor``."""
+        return WriterStatistics(
+            last_position=self._next - 1,
+            events_written=self._written,
+            batches=self._batches,
+            dropped=self._intake.dropped,
+            pending=len(self._intake),
+        )
+
+    def on_stop(self) -> None:
+        """Commit what is still queued, then close the connection."""
+        if self._conn is not None:
+            self._drain()
+            self._conn.close()
+            self._conn = None

@@ -1,0 +1,168 @@
+"""Subcommands other than ``harness mcp``: parsing and dispatch, with one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from harness.cli.common import CliError, Globals, globals_from, iso_z, parse_since
+
+_GLOBAL_HELP = "--config FILE, --state-dir DIR and --debug are accepted anywhere on the command line."
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="harness",
+        description="Harness gateway: one daemon runs each MCP server once; every agent gets its own endpoint.",
+        epilog=_GLOBAL_HELP,
+    )
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    sub.add_parser("daemon", help="run the daemon in the foreground", epilog=_GLOBAL_HELP)
+    sub.add_parser("mcp", help="the stdio bridge an agent CLI launches", epilog=_GLOBAL_HELP)
+    demo = sub.add_parser("demo", help="run a daemon on a built-in demo configuration", epilog=_GLOBAL_HELP)
+    demo.add_argument("--calls", type=int, default=3, help="calls each demo agent makes (default 3)")
+    sub.add_parser("list", help="the harnesses of the running daemon", epilog=_GLOBAL_HELP)
+    calls = sub.add_parser("calls", help="the call log, read from the store", epilog=_GLOBAL_HELP)
+    calls.add_argument("--harness", help="only this harness's calls")
+    calls.add_argument("--since", help="a duration (90s, 15m, 2h, 7d) or an ISO-8601 time")
+    calls.add_argument("--limit", type=int, default=None, help="the N most recent, printed oldest first")
+    calls.add_argument("--json", action="store_true", help="one JSON object per line")
+    calls.add_argument("--follow", action="store_true", help="keep printing calls as they land")
+    replay = sub.add_parser("replay", help="copy events into a new store and fold every projection there")
+    replay.add_argument("--db", help="source store (default: the state dir's harness.db)")
+    replay.add_argument("--to", required=True, help="the new store file (must not exist)")
+    replay.add_argument("--since", help="only events at or after this time (duration or ISO-8601)")
+    replay.add_argument("--until", help="only events before this time (duration or ISO-8601)")
+    replay.add_argument("--harness", help="only this harness's events (plus gateway-wide ones)")
+    return ap
+
+
+def dispatch(argv: list[str], opts: dict[str, str | bool]) -> int:
+    """Parse and run one subcommand; 0 ok, 1 failure, 2 usage error."""
+    ns = _parser().parse_args(argv)
+    g = globals_from(opts)
+    handler = _HANDLERS[ns.command]
+    try:
+        return handler(ns, g)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        if g.debug:
+            raise
+        print(f"harness {ns.command}: {_one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return " ".join(text.split())
+
+
+def _cmd_daemon(ns: argparse.Namespace, g: Globals) -> int:
+    import logging
+
+    import anyio
+
+    from harness.config import load_config
+    from harness.gateway.daemon import Daemon
+
+    logging.basicConfig(
+        level=logging.DEBUG if g.debug else logging.INFO, format="harness daemon: %(message)s", stream=sys.stderr
+    )
+    config = load_config(g.config)
+    daemon = Daemon(config, g.state_dir)
+    return int(anyio.run(daemon.run))
+
+
+def _cmd_list(ns: argparse.Namespace, g: Globals) -> int:
+    from harness.cli.common import control_request
+
+    rows: list[dict[str, Any]] = control_request(g.paths, "list")
+    if not rows:
+        print("no harnesses configured")
+        return 0
+    print(f"{'NAME':<20} {'STATE':<8} {'PID':>7}  {'POLICY':<16} {'SESSIONS':>8}  RUN")
+    for r in rows:
+        print(
+            f"{r['name']:<20} {r['state']:<8} {r['pid'] or '-':>7}  {r['policy'] or '-':<16} "
+            f"{r['sessions']:>8}  {r['run_id'] or '-'}"
+        )
+    return 0
+
+
+def format_call(row: dict[str, Any]) -> str:
+    """One call-log row as a line for people."""
+    who = row["harness"] or "(unattributed)"
+    reason = f" ({row['error_reason']})" if row.get("error_reason") and row["outcome"] != "ok" else ""
+    return (
+        f"{row['ts']}  {who:<16} {row['upstream']}.{row['tool']:<28} {row['outcome']}{reason:<14} "
+        f"{row['latency_ms']:>8.2f} ms  {row['response_bytes']:>7} B"
+    )
+
+
+def call_json(row: dict[str, Any]) -> str:
+    """One call-log row as the JSON line of ``harness calls --json``."""
+    out = {k: v for k, v in row.items() if k != "position" and not (k == "args" and v is None)}
+    return json.dumps(out, ensure_ascii=False)
+
+
+def _cmd_calls(ns: argparse.Namespace, g: Globals) -> int:
+    from harness.reading import open_store
+
+    since = iso_z(parse_since(ns.since)) if ns.since else None
+    if ns.limit is not None and ns.limit < 1:
+        raise CliError("--limit must be at least 1")
+    view = open_store(g.paths.db)
+    show: Callable[[dict[str, Any]], str] = call_json if ns.json else format_call
+    rows = view.calls(harness=ns.harness, since=since, limit=ns.limit)
+    for row in rows:
+        print(show(row), flush=ns.follow)
+    last = rows[-1]["position"] if rows else 0
+    while ns.follow:
+        time.sleep(0.3)
+        for row in view.calls(harness=ns.harness, since=since, after_position=last):
+            print(show(row), flush=True)
+            last = row["position"]
+    return 0
+
+
+def _cmd_replay(ns: argparse.Namespace, g: Globals) -> int:
+    from pathlib import Path
+
+    from harness.replay import replay
+
+    src = Path(ns.db).expanduser() if ns.db else g.paths.db
+    since = parse_since(ns.since).timestamp() if ns.since else None
+    until = parse_since(ns.until).timestamp() if ns.until else None
+    result = replay(src, Path(ns.to).expanduser(), since=since, until=until, harness=ns.harness)
+    print(f"replayed {result.events} events into {ns.to} ({result.events_per_s:,.0f} events/s)")
+    return 0
+
+
+def _cmd_demo(ns: argparse.Namespace, g: Globals) -> int:
+    from harness.demo.run import run_demo
+
+    return run_demo(calls=ns.calls, state_dir=g.state_dir if "state-dir" in sys.argv else None)
+
+
+def _cmd_mcp(ns: argparse.Namespace, g: Globals) -> int:
+    from harness.cli import bridge
+
+    return bridge.run(str(g.state_dir))
+
+
+_HANDLERS: dict[str, Callable[[argparse.Namespace, Globals], int]] = {
+    "daemon": _cmd_daemon,
+    "mcp": _cmd_mcp,
+    "demo": _cmd_demo,
+    "list": _cmd_list,
+    "calls": _cmd_calls,
+    "replay": _cmd_replay,
+}

@@ -1,0 +1,95 @@
+"""Shared pieces of the CLI: global options, durations, the control-socket client."""
+
+from __future__ import annotations
+
+import json
+import socket
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from harness.gateway.state_dir import StatePaths, default_state_dir
+
+
+class CliError(Exception):
+    """A failure reported as one line on stderr with exit code 1."""
+
+
+@dataclass(frozen=True)
+class Globals:
+    """Options every subcommand accepts."""
+
+    config: Path | None
+    state_dir: Path
+    debug: bool
+
+    @property
+    def paths(self) -> StatePaths:
+        """The state dir's files."""
+        return StatePaths(self.state_dir)
+
+
+def globals_from(opts: dict[str, str | bool]) -> Globals:
+    """Resolve ``--config``, ``--state-dir`` and ``--debug``."""
+    config = opts.get("config")
+    state = opts.get("state-dir")
+    return Globals(
+        config=Path(config).expanduser() if isinstance(config, str) else None,
+        state_dir=Path(state).expanduser() if isinstance(state, str) else default_state_dir(),
+        debug=bool(opts.get("debug")),
+    )
+
+
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_since(text: str, now: datetime | None = None) -> datetime:
+    """A duration back from now (``90s``, ``15m``, ``2h``, ``7d``) or an ISO-8601 time, as UTC."""
+    now = now or datetime.now(UTC)
+    for unit in ("ms", "s", "m", "h", "d"):
+        number = text.removesuffix(unit)
+        if number != text:
+            try:
+                value = float(number)
+            except ValueError:
+                break
+            if value < 0:
+                break
+            return now - timedelta(seconds=value * _UNITS[unit])
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise CliError(f"--since {text!r}: expected a duration like 90s, 15m, 2h, 7d or an ISO-8601 time") from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def iso_z(when: datetime) -> str:
+    """ISO-8601 UTC with milliseconds and Z (the call log's ``ts`` format)."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def control_request(paths: StatePaths, command: str, args: dict[str, Any] | None = None, timeout: float = 10.0) -> Any:
+    """Send one control request to the running daemon and return its result."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(str(paths.socket))
+    except OSError as exc:
+        raise CliError(f"no daemon is running for {paths.root} ({exc.strerror or exc}); start it with `harness daemon`") from None
+    with sock:
+        preamble = {"harness_bridge": 1, "kind": "control", "command": command, "args": args or {}}
+        sock.sendall(json.dumps(preamble).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        raise CliError("the daemon gave no answer") from None
+    if not answer.get("ok"):
+        raise CliError(str(answer.get("error") or answer.get("harness_error") or "the daemon refused the request"))
+    return answer["result"]

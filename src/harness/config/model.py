@@ -1,0 +1,152 @@
+"""The configuration model: frozen tables for [mcp], [mcp.NAME], [mcp_policy.NAME] and [harness.NAME]."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+
+from harness.config.frozen import FrozenMap, FrozenMapping
+
+UPSTREAM_NAME = r"^[a-z0-9-]+$"
+"""Upstream keys: they become tool-name prefixes (``gitea__create_issue``)."""
+TABLE_NAME = r"^[A-Za-z0-9_.-]+$"
+"""Policy and harness names."""
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+"""Environment variable names, and the NAME of a ``${NAME}`` reference."""
+RESERVED_UPSTREAM_NAMES = frozenset({"harness"})
+"""The gateway's own namespace; no upstream may take it."""
+
+NonEmptyStr = Annotated[StrictStr, Field(min_length=1)]
+Count = Annotated[StrictInt, Field(ge=1)]
+UpstreamName = Annotated[StrictStr, Field(pattern=UPSTREAM_NAME)]
+TableName = Annotated[StrictStr, Field(pattern=TABLE_NAME)]
+EnvName = Annotated[StrictStr, Field(pattern=ENV_NAME)]
+Argv = Annotated[tuple[NonEmptyStr, ...], Field(min_length=1)]
+Tier = Literal["read", "write"]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class McpSettings(BaseModel):
+    """The settings keys of ``[mcp]`` (its sub-tables are upstreams, see :class:`UpstreamConfig`)."""
+
+    model_config = _FROZEN
+
+    call_log_args: Literal["redacted", "hash", "none"] = "redacted"
+    call_log_days: Count = 30
+    prompt_paths: tuple[Path, ...] = ()
+    skill_paths: tuple[Path, ...] = ()
+    listen: StrictStr = ""
+    metrics_listen: StrictStr = ""
+    default_policy: StrictStr = ""
+
+
+SETTINGS_KEYS = frozenset(McpSettings.model_fields)
+"""Keys of ``[mcp]`` that are settings; every other table in ``[mcp]`` is an upstream."""
+
+
+class UpstreamConfig(BaseModel):
+    """One ``[mcp.NAME]`` upstream: a stdio child (``argv``) or a Streamable HTTP server (``url``).
+
+    ``env`` and ``headers`` hold values as written: ``${NAME}`` references stay unresolved until
+    :func:`harness.config.resolve_upstream_env` reads ``env_file`` at spawn. Durations are seconds.
+    """
+
+    model_config = _FROZEN
+
+    name: UpstreamName
+    argv: Argv | None = None
+    url: NonEmptyStr | None = None
+    env_file: Path | None = None
+    env: FrozenMapping[EnvName, StrictStr] = FrozenMap[str, str]()
+    headers: FrozenMapping[NonEmptyStr, StrictStr] = FrozenMap[str, str]()
+    timeout: Annotated[float, Field(gt=0)] = 60.0
+    max_concurrency: Count = 8
+    breaker_failures: Count = 5
+    breaker_cooldown: Annotated[float, Field(gt=0)] = 30.0
+    restart_delay: Annotated[float, Field(ge=0)] = 1.0
+    read_tools: tuple[NonEmptyStr, ...] = ()
+    write_tools: tuple[NonEmptyStr, ...] = ()
+    shared: StrictBool = True
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> UpstreamConfig:
+        if self.name in RESERVED_UPSTREAM_NAMES or self.name in SETTINGS_KEYS:
+            raise ValueError(f"{self.name!r} is reserved and cannot name an upstream")
+        if (self.argv is None) == (self.url is None):
+            raise ValueError("set exactly one of argv (stdio) or url (Streamable HTTP)")
+        return self
+
+    @property
+    def kind(self) -> Literal["stdio", "http"]:
+        """``stdio`` for an ``argv`` upstream, ``http`` for a ``url`` one."""
+        return "http" if self.url is not None else "stdio"
+
+
+class PolicyConfig(BaseModel):
+    """One ``[mcp_policy.NAME]``: which upstreams and tools a harness sees, and how."""
+
+    model_config = _FROZEN
+
+    name: TableName
+    servers: tuple[NonEmptyStr, ...] = ()
+    tools: tuple[NonEmptyStr, ...] = ()
+    deny: tuple[NonEmptyStr, ...] = ()
+    exposure: Literal["full", "lazy", "top_k"] = "full"
+    top_k: Count = 8
+    max_description_chars: Annotated[StrictInt, Field(ge=20)] = 300
+
+
+class HarnessConfig(BaseModel):
+    """One ``[harness.NAME]``: an agent the daemon spawns, and its MCP reach."""
+
+    model_config = _FROZEN
+
+    name: TableName
+    harness: Literal["generic", "claude-code", "codex", "crush"] = "generic"
+    argv: tuple[NonEmptyStr, ...] = ()
+    workdir: Path | None = None
+    env_file: Path | None = None
+    model: StrictStr = ""
+    mcp_policy: StrictStr = ""
+    mcp_allow: tuple[Tier, ...] = ("read",)
+    mcp_exclusive: StrictBool = False
+    autostart: StrictBool = True
+
+    @model_validator(mode="after")
+    def _spawnable(self) -> HarnessConfig:
+        if self.autostart and not self.argv:
+            raise ValueError("argv must not be empty when autostart is true")
+        return self
+
+
+class Config(BaseModel):
+    """A whole, validated configuration; ``files`` are the files read, in order."""
+
+    model_config = _FROZEN
+
+    mcp: McpSettings = McpSettings()
+    upstreams: FrozenMapping[str, UpstreamConfig] = FrozenMap[str, UpstreamConfig]()
+    policies: FrozenMapping[str, PolicyConfig] = FrozenMap[str, PolicyConfig]()
+    harnesses: FrozenMapping[str, HarnessConfig] = FrozenMap[str, HarnessConfig]()
+    files: tuple[Path, ...] = ()
+
+    @model_validator(mode="after")
+    def _keyed_by_name(self) -> Config:
+        for table in (self.upstreams, self.policies, self.harnesses):
+            for key, entry in table.items():
+                if key != entry.name:
+                    raise ValueError(f"key {key!r} holds an entry named {entry.name!r}")
+        return self
+
+    def policy_for(self, harness: str) -> PolicyConfig | None:
+        """The harness's ``mcp_policy``, else ``[mcp] default_policy``, else None; KeyError if unknown."""
+        name = self.harnesses[harness].mcp_policy or self.mcp.default_policy
+        return self.policies[name] if name else None
+
+
+def empty_config() -> Config:
+    """The configuration of no file at all: default settings, no upstreams, policies or harnesses."""
+    return Config()

@@ -1,0 +1,1 @@
+"""The built-in demo: an upstream MCP server, demo agents, and ``harness demo``."""

@@ -1,0 +1,111 @@
+"""A small real MCP server (official SDK, stdio) used by ``harness demo`` and the test suite.
+
+Tools: ``echo``, ``add``, ``word_count``, ``list_notes`` (read-only), ``write_note`` (write),
+``fail`` (answers with ``isError``); ``--test-tools`` adds ``sleep``, ``crash`` and ``env_keys``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from typing import Any
+
+import anyio
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+
+
+def _text(text: str, *, error: bool = False) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": error}
+
+
+def _tool(name: str, description: str, props: dict[str, Any], *, read_only: bool) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": description,
+        "inputSchema": {"type": "object", "properties": props, "required": sorted(props)},
+        "annotations": {"readOnlyHint": read_only},
+    }
+
+
+_STR = {"type": "string"}
+_NUM = {"type": "number"}
+
+TOOLS = [
+    _tool("echo", "Return the given text unchanged.", {"text": _STR}, read_only=True),
+    _tool("add", "Add two numbers and return the sum.", {"a": _NUM, "b": _NUM}, read_only=True),
+    _tool("word_count", "Count the words in a text.", {"text": _STR}, read_only=True),
+    _tool("list_notes", "List the titles of the notes written so far.", {}, read_only=True),
+    _tool("write_note", "Store a note under a title (kept in memory).", {"title": _STR, "body": _STR}, read_only=False),
+    _tool("fail", "Always fails with the given message, as a tool error.", {"message": _STR}, read_only=True),
+]
+
+TEST_TOOLS = [
+    _tool("sleep", "Sleep for ms milliseconds, then answer.", {"ms": _NUM}, read_only=True),
+    _tool("crash", "Exit the server process at once (test fixture).", {}, read_only=True),
+    _tool("env_keys", "The names of the server's environment variables.", {}, read_only=True),
+    _tool("delete_note", "Delete a note (no readOnlyHint: a write tool).", {"title": _STR}, read_only=False),
+]
+
+
+def build_server(test_tools: bool) -> Server[Any]:
+    """The demo server with its tools."""
+    tools = TOOLS + (TEST_TOOLS if test_tools else [])
+    if test_tools:
+        del tools[-1]["annotations"]
+    listing = {"tools": tools}
+    notes: dict[str, str] = {}
+
+    async def on_list_tools(ctx: Any, params: Any) -> dict[str, Any]:
+        return listing
+
+    async def on_call_tool(ctx: Any, params: Any) -> dict[str, Any]:  # noqa: PLR0911 - one branch per tool
+        args = params.arguments or {}
+        name = params.name
+        if name == "echo":
+            return _text(str(args.get("text", "")))
+        if name == "add":
+            return {**_text(str(float(args.get("a", 0)) + float(args.get("b", 0)))), "structuredContent": {"sum": float(args.get("a", 0)) + float(args.get("b", 0))}}
+        if name == "word_count":
+            return _text(str(len(str(args.get("text", "")).split())))
+        if name == "list_notes":
+            return _text("\n".join(sorted(notes)) or "(no notes)")
+        if name == "write_note":
+            notes[str(args.get("title", ""))] = str(args.get("body", ""))
+            return _text(f"stored {args.get('title', '')!r}")
+        if name == "fail":
+            return _text(str(args.get("message", "failed")), error=True)
+        if test_tools and name == "sleep":
+            await anyio.sleep(float(args.get("ms", 0)) / 1000)
+            return _text(f"slept {args.get('ms')}")
+        if test_tools and name == "crash":
+            os._exit(3)
+        if test_tools and name == "env_keys":
+            return _text(" ".join(sorted(os.environ)))
+        if test_tools and name == "delete_note":
+            notes.pop(str(args.get("title", "")), None)
+            return _text("deleted")
+        return _text(f"unknown tool: {name}", error=True)
+
+    return Server("harness-demo", version="1.0.0", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+
+async def _serve(server: Server[Any]) -> None:
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def main() -> None:
+    """Serve over stdio until stdin closes."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--test-tools", action="store_true")
+    args = ap.parse_args()
+    try:
+        anyio.run(_serve, build_server(args.test_tools))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        pass
+
+
+if __name__ == "__main__":
+    main()

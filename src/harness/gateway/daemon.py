@@ -1,0 +1,222 @@
+"""The daemon: actors, upstream links, the control socket, harness processes, and a clean stop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pykka
+
+from harness import __version__
+from harness.actors.log_writer import EventIntake, LogWriterActor
+from harness.actors.policy import PolicyActor, RoutingSnapshot, SnapshotBox
+from harness.config import Config
+from harness.events import DaemonStarted, DaemonStopped, Event, ToolCatalogFetched
+from harness.gateway.actor_bridge import ask
+from harness.gateway.control import BridgeConnection, session_opened_event
+from harness.gateway.harnesses import HarnessSpawner
+from harness.gateway.recording import CallRecorder
+from harness.gateway.session import DownstreamSession
+from harness.gateway.state_dir import DaemonLock, StatePaths
+from harness.gateway.upstream import INIT_TIMEOUT_S, UpstreamLink
+
+log = logging.getLogger("harness.daemon")
+
+
+class Daemon:
+    """One gateway daemon serving one state dir."""
+
+    def __init__(self, config: Config, state_dir: Path) -> None:
+        self.config = config
+        self.paths = StatePaths(state_dir)
+        self.intake = EventIntake()
+        self.box = SnapshotBox()
+        self.links: dict[str, UpstreamLink] = {}
+        self.sessions: set[DownstreamSession] = set()
+        self.recorder = CallRecorder(self.emit, config.mcp.call_log_args)
+        self._writer: pykka.ActorRef[Any] | None = None
+        self._policy: pykka.ActorRef[Any] | None = None
+        self._spawner: HarnessSpawner | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop = asyncio.Event()
+        self._stop_reason = ""
+
+    # ---------------------------------------------------------------- events
+
+    def emit(self, event: Event) -> None:
+        """Hand an event to the log writer and to the actors that fold it (never blocks)."""
+        self.intake.emit(event)
+        if isinstance(event, ToolCatalogFetched) and self._policy is not None:
+            self._policy.tell(event)
+
+    def _published(self, snapshot: RoutingSnapshot) -> None:
+        """Called on the policy actor's thread: move to the loop to update live sessions."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._apply_snapshot, snapshot)
+
+    def _apply_snapshot(self, snapshot: RoutingSnapshot) -> None:
+        for session in self.sessions:
+            session.replace_view(snapshot.view_for(session.identity))
+
+    # ---------------------------------------------------------------- sessions
+
+    def new_session(self, token: str | None, send: Any) -> DownstreamSession:
+        """A session for a bridge connection presenting ``token``."""
+        snapshot = self.box.current
+        identity = snapshot.identify(token)
+        session = DownstreamSession(
+            identity=identity,
+            view=snapshot.view_for(identity),
+            links=self.links,
+            recorder=self.recorder,
+            emit=self.emit,
+            send=send,
+            on_close=self.sessions.discard,
+        )
+        self.emit(session_opened_event(session, "stdio-bridge"))
+        return session
+
+    def _track(self, session: DownstreamSession) -> None:
+        self.sessions.add(session)
+
+    async def control(self, command: str, args: dict[str, Any]) -> Any:
+        """Answer a control request from the CLI."""
+        if command == "list":
+            return self._list()
+        if command == "status":
+            return {
+                "pid": os.getpid(),
+                "version": __version__,
+                "upstreams": {n: {"state": str(u.state), "pid": u.pid, "tools": len(u.tools)} for n, u in self.links.items()},
+                "sessions": len(self.sessions),
+            }
+        raise ValueError(f"unknown control command {command!r}")
+
+    def _list(self) -> list[dict[str, Any]]:
+        spawner = self._spawner
+        rows = []
+        for name, cfg in sorted(self.config.harnesses.items()):
+            proc = spawner.processes.get(name) if spawner else None
+            policy = self.config.policy_for(name)
+            rows.append(
+                {
+                    "name": name,
+                    "adapter": cfg.harness,
+                    "state": "running" if proc and proc.running else ("exited" if proc else "stopped"),
+                    "pid": proc.pid if proc else None,
+                    "run_id": proc.run_id if proc else None,
+                    "policy": policy.name if policy else None,
+                    "sessions": sum(1 for s in self.sessions if s.identity.harness == name),
+                }
+            )
+        return rows
+
+    # ---------------------------------------------------------------- life
+
+    async def run(self, ready: Any = None) -> int:
+        """Serve until SIGTERM/SIGINT; return the exit code."""
+        self._loop = asyncio.get_running_loop()
+        lock = DaemonLock(self.paths)
+        lock.acquire()
+        try:
+            await self._start()
+            if ready is not None:
+                ready()
+            else:
+                print("ready", file=sys.stderr, flush=True)
+            await self._stop.wait()
+        finally:
+            await self._shutdown()
+            lock.release()
+        return 0
+
+    async def _start(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_stop, sig.name)
+        loop.add_signal_handler(signal.SIGHUP, self._hangup)
+        self._writer = LogWriterActor.start(self.paths.db, self.intake)
+        self.intake.attach(self._writer)
+        self._policy = PolicyActor.start(self.config, self.box, self._published)
+        self.emit(
+            DaemonStarted(
+                ts=time.time(), pid=os.getpid(), version=__version__, config_files=tuple(map(str, self.config.files))
+            )
+        )
+        cwd = self.config.files[0].parent if self.config.files else Path.cwd()
+        for name, up in self.config.upstreams.items():
+            self.links[name] = UpstreamLink(up, cwd=cwd, log_dir=self.paths.upstream_logs, emit=self.emit)
+        async with anyio.create_task_group() as tg:
+            for link in self.links.values():
+                tg.start_soon(link.start)
+        with anyio.move_on_after(INIT_TIMEOUT_S):
+            for link in self.links.values():
+                await link.first_attempt.wait()
+        # Barrier: the policy actor has folded every catalogue fetched so far.
+        await ask(self._policy, _Barrier())
+        self._server = await self._listen()
+        self._spawner = HarnessSpawner(
+            config=self.config,
+            socket_path=self.paths.socket,
+            log_dir=self.paths.harness_logs,
+            policy=self._policy,
+            emit=self.emit,
+        )
+        for cfg in self.config.harnesses.values():
+            if cfg.autostart:
+                try:
+                    await self._spawner.spawn(cfg)
+                except OSError as exc:
+                    log.error("harness %s: cannot start %s: %s", cfg.name, cfg.argv[0], exc.strerror or exc)
+
+    async def _listen(self) -> asyncio.AbstractServer:
+        loop = asyncio.get_running_loop()
+        old = os.umask(0o177)
+        try:
+            server = await loop.create_unix_server(
+                lambda: BridgeConnection(self.new_session, self.control, self._track), str(self.paths.socket)
+            )
+        finally:
+            os.umask(old)
+        os.chmod(self.paths.socket, 0o600)
+        return server
+
+    def _hangup(self) -> None:
+        log.warning("SIGHUP: configuration reload is not built yet; the running configuration stays")
+
+    def request_stop(self, reason: str = "requested") -> None:
+        """Begin a clean stop."""
+        self._stop_reason = reason
+        self._stop.set()
+
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for session in list(self.sessions):
+            session.close("daemon stopping")
+        if self._spawner is not None:
+            await self._spawner.stop_all()
+        await asyncio.gather(*(link.stop() for link in self.links.values()), return_exceptions=True)
+        self.emit(DaemonStopped(ts=time.time(), reason=self._stop_reason or "stopped"))
+        if self._policy is not None:
+            self._policy.stop()
+        if self._writer is not None:
+            await asyncio.to_thread(self._writer.stop)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            with contextlib.suppress(ValueError, RuntimeError):
+                loop.remove_signal_handler(sig)
+
+
+class _Barrier:
+    """Message answered once everything told to an actor before it has been handled."""

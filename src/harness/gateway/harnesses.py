@@ -1,0 +1,163 @@
+"""Spawning agent harness processes with a fresh token and run id, and stopping them."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import signal
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.actors.policy import ForgetToken, Identity, RegisterToken
+from harness.config import Config, HarnessConfig, config_hash, parse_env_file
+from harness.events import Event, HarnessExited, HarnessSpawned
+from harness.gateway.actor_bridge import ask
+from harness.gateway.processes import BoundedLog, minimal_env, signal_group, stop_group
+
+
+class _LoggedChild(asyncio.SubprocessProtocol):
+    """Copies a child's stdout and stderr into one bounded log; sets ``exited`` when it ends."""
+
+    def __init__(self, log: BoundedLog) -> None:
+        self.log = log
+        self.exited = asyncio.Event()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        self.log.write(data)
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+
+@dataclass
+class HarnessProcess:
+    """One spawn of a harness."""
+
+    name: str
+    run_id: str
+    pid: int
+    token: str = field(repr=False)
+    started: float
+    protocol: _LoggedChild = field(repr=False)
+    transport: asyncio.SubprocessTransport = field(repr=False)
+
+    @property
+    def running(self) -> bool:
+        """True until the process exits."""
+        return not self.protocol.exited.is_set()
+
+
+def harness_bin_dir() -> str:
+    """The folder of the ``harness`` command, put first on a spawned harness's PATH."""
+    found = shutil.which("harness")
+    return str(Path(found).parent) if found else str(Path(sys.executable).parent)
+
+
+class HarnessSpawner:
+    """Spawns harnesses; the token is registered with the policy actor before the process starts."""
+
+    def __init__(
+        self,
+        *,
+        config: Config,
+        socket_path: Path,
+        log_dir: Path,
+        policy: object,
+        emit: Callable[[Event], None],
+    ) -> None:
+        self._config = config
+        self._socket = socket_path
+        self._log_dir = log_dir
+        self._policy = policy
+        self._emit = emit
+        self.processes: dict[str, HarnessProcess] = {}
+
+    async def spawn(self, cfg: HarnessConfig) -> HarnessProcess:
+        """Start one harness process with its minimal environment plus the gateway wiring."""
+        token = secrets.token_urlsafe(32)
+        run_id = uuid.uuid4().hex
+        trace_id = secrets.token_hex(16)
+        chash = config_hash(self._config, cfg.name)
+        policy = self._config.policy_for(cfg.name)
+        identity = Identity(
+            harness=cfg.name,
+            run_id=run_id,
+            adapter=cfg.harness,
+            model=cfg.model,
+            config_hash=chash,
+            trace_id=trace_id,
+            policy=policy.name if policy else "",
+            allow=frozenset(cfg.mcp_allow),
+        )
+        await ask(self._policy, RegisterToken(token, identity))  # type: ignore[arg-type]
+        own = parse_env_file(cfg.env_file) if cfg.env_file else {}
+        env = minimal_env(own, path_first=harness_bin_dir())
+        env.update(
+            HARNESS_MCP_TOKEN=token,
+            HARNESS_SOCKET=str(self._socket),
+            HARNESS_NAME=cfg.name,
+            HARNESS_RUN_ID=run_id,
+        )
+        workdir = cfg.workdir or (self._config.files[0].parent if self._config.files else Path.cwd())
+        log = BoundedLog(self._log_dir / f"{cfg.name}.log")
+        loop = asyncio.get_running_loop()
+        try:
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _LoggedChild(log),
+                *cfg.argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                cwd=workdir,
+                start_new_session=True,
+            )
+        except OSError:
+            self._policy.tell(ForgetToken(token))  # type: ignore[attr-defined]
+            log.close()
+            raise
+        proc = HarnessProcess(cfg.name, run_id, transport.get_pid(), token, time.time(), protocol, transport)
+        self.processes[cfg.name] = proc
+        self._emit(
+            HarnessSpawned(
+                ts=time.time(),
+                harness=cfg.name,
+                run_id=run_id,
+                pid=proc.pid,
+                adapter=cfg.harness,
+                model=cfg.model,
+                config_hash=chash,
+                trace_id=trace_id,
+                workdir=str(workdir),
+            )
+        )
+        loop.create_task(self._watch(proc, log))
+        return proc
+
+    async def _watch(self, proc: HarnessProcess, log: BoundedLog) -> None:
+        await proc.protocol.exited.wait()
+        self._policy.tell(ForgetToken(proc.token))  # type: ignore[attr-defined]
+        self._emit(
+            HarnessExited(
+                ts=time.time(),
+                harness=proc.name,
+                run_id=proc.run_id,
+                pid=proc.pid,
+                returncode=proc.transport.get_returncode(),
+            )
+        )
+        proc.transport.close()
+        log.close()
+
+    async def stop_all(self) -> None:
+        """SIGTERM every running harness's process group, then SIGKILL what is left."""
+        running = [p for p in self.processes.values() if p.running]
+        await asyncio.gather(*(stop_group(p.pid, p.protocol.exited, term_after=0.0) for p in running))
+        for p in self.processes.values():
+            # A leader that exited earlier may have left members of its group behind.
+            signal_group(p.pid, signal.SIGKILL)

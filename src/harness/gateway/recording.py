@@ -1,0 +1,87 @@
+"""Turning a finished call into a ``ToolCallCompleted`` event and metrics, after the caller has its answer."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from harness.events import Event, Outcome, Tier, ToolCallCompleted
+from harness.gateway.redaction import redacted_args
+from harness.metrics import CALL_DURATION, CALLS
+
+ArgsMode = Literal["redacted", "hash", "none"]
+
+TOOL_LABELS_PER_UPSTREAM = 100
+"""Distinct ``tool`` label values per upstream before the rest collapse into ``__other__``."""
+
+
+def args_hash(arguments: Any) -> str:
+    """Lowercase hex SHA-256 of the canonical JSON of the arguments (interfaces.md)."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class CallRecorder:
+    """Builds call events and updates the call metrics; hands events to ``emit`` without waiting."""
+
+    def __init__(self, emit: Callable[[Event], None], args_mode: ArgsMode) -> None:
+        self._emit = emit
+        self._args_mode = args_mode
+        self._tool_labels: dict[str, set[str]] = {}
+
+    def _tool_label(self, upstream: str, tool: str) -> str:
+        seen = self._tool_labels.setdefault(upstream, set())
+        if tool in seen:
+            return tool
+        if len(seen) < TOOL_LABELS_PER_UPSTREAM:
+            seen.add(tool)
+            return tool
+        return "__other__"
+
+    def record(
+        self,
+        *,
+        session: Any,
+        upstream: str,
+        tool: str,
+        tier: Tier,
+        arguments: Any,
+        outcome: Outcome,
+        reason: str | None,
+        started: float,
+        response_bytes: int,
+        span_id: str,
+    ) -> None:
+        """Record one finished call. ``started`` is a ``time.perf_counter()`` reading."""
+        now_perf = time.perf_counter()
+        latency_s = now_perf - started
+        ident = session.identity
+        stored_args = redacted_args(arguments) if self._args_mode == "redacted" else None
+        event = ToolCallCompleted.model_construct(
+            ts=time.time() - latency_s,
+            session_id=session.session_id,
+            latency_ms=round(latency_s * 1000, 3),
+            harness=ident.harness,
+            run_id=ident.run_id,
+            adapter=ident.adapter,
+            model=ident.model,
+            config_hash=ident.config_hash,
+            upstream=upstream,
+            tool=tool,
+            tier=tier,
+            args_hash=args_hash(arguments),
+            args=stored_args,
+            outcome=outcome,
+            error_reason=reason,
+            response_bytes=response_bytes,
+            response_tokens_est=(response_bytes + 3) // 4,
+            trace_id=ident.trace_id,
+            span_id=span_id,
+        )
+        self._emit(event)
+        label = self._tool_label(upstream, tool)
+        CALLS.labels(ident.harness or "", upstream, label, outcome).inc()
+        CALL_DURATION.labels(upstream, label).observe(latency_s)

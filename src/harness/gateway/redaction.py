@@ -1,0 +1,71 @@
+"""Pattern-based redaction of call arguments before they are recorded (ADR-0035 call_log_args)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+ARGS_CAP_BYTES = 4096
+REDACTED = "[REDACTED]"
+
+_SECRET_KEY = re.compile(
+    r"(?i)(pass(word|wd|phrase)?|secret|token|api[_-]?key|apikey|auth(orization)?|credential|"
+    r"private[_-]?key|access[_-]?key|cookie|session[_-]?key|client[_-]?secret|bearer)"
+)
+
+_SECRET_VALUE = re.compile(
+    "|".join(
+        (
+            r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)",
+            r"\bAKIA[0-9A-Z]{16}\b",
+            r"\bgh[pousr]_[A-Za-z0-9]{30,}\b",
+            r"\bgithub_pat_[A-Za-z0-9_]{30,}\b",
+            r"\bglpat-[A-Za-z0-9_-]{20,}\b",
+            r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b",
+            r"\bsk-(ant-)?[A-Za-z0-9_-]{20,}\b",
+            r"\bAIza[0-9A-Za-z_-]{35}\b",
+            r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b",
+            r"\bbearer\s+[A-Za-z0-9._~+/=-]{8,}",
+            r"\b(password|passwd|secret|token|api[_-]?key)\s*[=:]\s*[^\s&,;\"']+",
+        )
+    ),
+    re.IGNORECASE,
+)
+_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@")
+
+
+def redact_text(text: str) -> str:
+    """Replace secret-looking substrings of a string."""
+    text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    return _SECRET_VALUE.sub(REDACTED, text)
+
+
+def redact_value(value: Any) -> Any:
+    """A copy of a JSON value with secret-named keys' values and secret-looking strings replaced."""
+    if isinstance(value, dict):
+        return {
+            k: (REDACTED if isinstance(k, str) and _SECRET_KEY.search(k) else redact_value(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact_value(v) for v in value]
+    if isinstance(value, str):
+        return redact_text(value)
+    return value
+
+
+def cap_utf8(text: str, limit: int = ARGS_CAP_BYTES) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes, marked when cut."""
+    raw = text.encode()
+    if len(raw) <= limit:
+        return text
+    marker = "…[truncated]"
+    keep = limit - len(marker.encode())
+    return raw[:keep].decode(errors="ignore") + marker
+
+
+def redacted_args(arguments: Any) -> str:
+    """Arguments as stored under ``call_log_args = "redacted"``: redacted canonical JSON, ≤ 4 KiB."""
+    text = json.dumps(redact_value(arguments), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return cap_utf8(text)

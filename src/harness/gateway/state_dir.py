@@ -1,0 +1,92 @@
+"""The state dir: its files, its mode, and the one-daemon-per-dir lock."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_SOCKET_PATH = 107
+"""Longest AF_UNIX path Linux accepts (sun_path is 108 bytes with the NUL)."""
+
+
+class StateDirError(Exception):
+    """The state dir cannot be used (locked by another daemon, socket path too long, …)."""
+
+
+def default_state_dir() -> Path:
+    """``$XDG_STATE_HOME/harness``, else ``~/.local/state/harness``."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "harness"
+
+
+@dataclass(frozen=True)
+class StatePaths:
+    """Where the daemon keeps things."""
+
+    root: Path
+
+    @property
+    def db(self) -> Path:
+        """The APSW store."""
+        return self.root / "harness.db"
+
+    @property
+    def socket(self) -> Path:
+        """The control socket."""
+        return self.root / "harness.sock"
+
+    @property
+    def lock(self) -> Path:
+        """The one-daemon lock file."""
+        return self.root / "harness.lock"
+
+    @property
+    def upstream_logs(self) -> Path:
+        """Each upstream's stderr, bounded."""
+        return self.root / "upstreams"
+
+    @property
+    def harness_logs(self) -> Path:
+        """Each harness's output, bounded."""
+        return self.root / "harnesses"
+
+
+class DaemonLock:
+    """An exclusive ``flock`` on the state dir's lock file, held for the daemon's life."""
+
+    def __init__(self, paths: StatePaths) -> None:
+        self._paths = paths
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Create the state dir (0700), take the lock, and clean up a stale socket."""
+        root = self._paths.root
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(root, 0o700)
+        if len(os.fsencode(self._paths.socket)) > MAX_SOCKET_PATH:
+            raise StateDirError(
+                f"socket path {self._paths.socket} is longer than {MAX_SOCKET_PATH} bytes; use a shorter --state-dir"
+            )
+        fd = os.open(self._paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise StateDirError(f"another daemon is running for {root} (pid {other})") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+        with contextlib.suppress(FileNotFoundError):
+            self._paths.socket.unlink()  # stale: we hold the lock, so no daemon owns it
+
+    def release(self) -> None:
+        """Remove the socket and drop the lock."""
+        with contextlib.suppress(FileNotFoundError):
+            self._paths.socket.unlink()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

@@ -1,0 +1,12 @@
+"""Projections: folds of the event log into query tables, each with a version and a checkpoint."""
+
+from harness.projections.base import Projection, ProjectionVersionError, fold, install
+from harness.projections.call_log import CallLogProjection, iso_ms
+
+
+def all_projections() -> tuple[Projection, ...]:
+    """Every projection the gateway keeps, in fold order."""
+    return (CallLogProjection(),)
+
+
+__all__ = ["CallLogProjection", "Projection", "ProjectionVersionError", "all_projections", "fold", "install", "iso_ms"]

@@ -1,0 +1,59 @@
+"""Appending envelopes to the event log and reading them back in order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import apsw
+
+from harness.events import Envelope, Event, correlation_of, decode, encode
+
+_INSERT = "INSERT INTO events(position, ts, name, version, correlation, data) VALUES (?, ?, ?, ?, ?, ?)"
+
+
+def last_position(conn: apsw.Connection) -> int:
+    """The position of the newest stored event (0 for an empty log)."""
+    row = conn.execute("SELECT max(position) FROM events").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def envelopes_for(events: Sequence[Event], first_position: int) -> list[Envelope]:
+    """Wrap events in envelopes at consecutive positions starting at ``first_position``."""
+    return [
+        Envelope(first_position + i, ev.STORED_NAME, ev.VERSION, correlation_of(ev), ev)
+        for i, ev in enumerate(events)
+    ]
+
+
+def append(cursor: apsw.Cursor, envelopes: Sequence[Envelope]) -> None:
+    """Insert envelopes (inside the caller's transaction)."""
+    cursor.executemany(
+        _INSERT, [(e.position, e.event.ts, e.name, e.version, e.correlation, encode(e.event)) for e in envelopes]
+    )
+
+
+def append_raw(cursor: apsw.Cursor, rows: Sequence[tuple[int, float, str, int, str, str]]) -> None:
+    """Insert stored rows as they are (replay copies events with their original positions)."""
+    cursor.executemany(_INSERT, rows)
+
+
+def read_rows(
+    conn: apsw.Connection, after: int = 0, since: float | None = None, until: float | None = None
+) -> Iterator[tuple[int, float, str, int, str, str]]:
+    """Stored rows in position order: (position, ts, name, version, correlation, data)."""
+    sql = "SELECT position, ts, name, version, correlation, data FROM events WHERE position > ?"
+    args: list[object] = [after]
+    if since is not None:
+        sql += " AND ts >= ?"
+        args.append(since)
+    if until is not None:
+        sql += " AND ts < ?"
+        args.append(until)
+    yield from conn.execute(sql + " ORDER BY position", args)
+
+
+def to_envelope(row: tuple[int, float, str, int, str, str]) -> Envelope:
+    """Decode one stored row (upcasting old versions) into an envelope."""
+    position, _ts, name, version, correlation, data = row
+    event = decode(name, version, data)
+    return Envelope(position, name, event.VERSION, correlation, event)

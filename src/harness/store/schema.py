@@ -1,0 +1,91 @@
+"""The store file: its identity, schema version, the append-only event table and its triggers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import apsw
+
+STORE_FORMAT = "harness-store"
+SCHEMA_VERSION = 1
+
+_LOG_DDL = """
+CREATE TABLE IF NOT EXISTS store_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events(
+    position    INTEGER PRIMARY KEY,
+    ts          REAL    NOT NULL,
+    name        TEXT    NOT NULL,
+    version     INTEGER NOT NULL,
+    correlation TEXT    NOT NULL,
+    data        TEXT    NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_ts ON events(ts);
+CREATE TRIGGER IF NOT EXISTS events_refuse_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'the event log is append-only: UPDATE refused'); END;
+CREATE TRIGGER IF NOT EXISTS events_refuse_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'the event log is append-only: DELETE refused'); END;
+CREATE TABLE IF NOT EXISTS projection_checkpoints(
+    name     TEXT PRIMARY KEY,
+    version  INTEGER NOT NULL,
+    position INTEGER NOT NULL
+);
+"""
+
+
+class StoreError(Exception):
+    """The store file is missing, not a Harness store, or of a schema this code does not understand."""
+
+
+def _check_identity(conn: apsw.Connection, path: Path) -> bool:
+    """True if ``conn`` is an initialised Harness store this code can use; False if it is empty."""
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except apsw.NotADBError as exc:
+        raise StoreError(f"{path}: not a SQLite database, so not a Harness store") from exc
+    if not tables:
+        return False
+    if "store_meta" not in tables:
+        raise StoreError(f"{path}: not a Harness store (no store_meta table)")
+    meta = dict(conn.execute("SELECT key, value FROM store_meta").fetchall())
+    if meta.get("format") != STORE_FORMAT:
+        raise StoreError(f"{path}: not a Harness store (format {meta.get('format')!r})")
+    version = int(meta.get("schema_version", "0"))
+    if version != SCHEMA_VERSION:
+        raise StoreError(
+            f"{path}: store schema version {version}, this harness understands {SCHEMA_VERSION}; "
+            "use a matching harness release or replay the log into a new store"
+        )
+    return True
+
+
+def open_for_writing(path: Path) -> apsw.Connection:
+    """Open (creating if needed, mode 0600) the store for the single writer: WAL, NORMAL sync."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(fd)
+    conn = apsw.Connection(str(path))
+    conn.set_busy_timeout(5000)
+    initialised = _check_identity(conn, path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    if not initialised:
+        with conn:
+            conn.execute(_LOG_DDL)
+            conn.execute(
+                "INSERT INTO store_meta(key, value) VALUES ('format', ?), ('schema_version', ?)",
+                (STORE_FORMAT, str(SCHEMA_VERSION)),
+            )
+    return conn
+
+
+def open_read_only(path: Path) -> apsw.Connection:
+    """A read-only connection for readers (CLI, evals, notebooks); WAL lets it run beside the writer."""
+    if not path.exists():
+        raise StoreError(f"{path}: no store here (has the daemon ever run with this state dir?)")
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    conn.set_busy_timeout(5000)
+    if not _check_identity(conn, path):
+        raise StoreError(f"{path}: empty file, not a Harness store")
+    return conn
