@@ -49,7 +49,9 @@ class StoreView:
 
     def iter_events(self) -> Iterator[tuple[int, float, str, int, str, str]]:
         """Every stored event row in position order."""
-        yield from self.conn.execute("SELECT position, ts, name, version, correlation, data FROM events ORDER BY position")
+        yield from self.conn.execute(
+            "SELECT position, ts, name, version, correlation, data FROM events ORDER BY position"
+        )
 
     def close(self) -> None:
         """Close the connection."""

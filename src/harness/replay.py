@@ -51,7 +51,7 @@ def replay(
     if src.resolve() == dst.resolve():
         raise StoreError("--to must differ from the source store")
     source = open_read_only(src)
-    total = source.execute("SELECT count(*) FROM events").fetchone()[0]
+    total = int(source.execute("SELECT count(*) FROM events").get or 0)
     target = open_for_writing(dst)
     projections = all_projections()
     install(target, projections)
@@ -92,4 +92,9 @@ def replay(
 def _report(done: int, total: int, seconds: float) -> None:
     rate = done / seconds if seconds > 0 else 0.0
     eta = (total - done) / rate if rate > 0 else 0.0
-    print(f"\r{done:,}/{total:,} events  {rate:,.0f} events/s  ETA {eta:,.0f}s ", end="", file=sys.stderr, flush=True)
+    print(
+        f"\r{done:,}/{total:,} events  {rate:,.0f} events/s  ETA {eta:,.0f}s ",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )

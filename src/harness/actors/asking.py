@@ -27,7 +27,7 @@ class AnswersAsks:
         if isinstance(message, Ask):
             try:
                 answer = self.handle(message.message)
-            except Exception as exc:  # noqa: BLE001 - the asker gets the error
+            except Exception as exc:
                 message.reply(None, exc)
             else:
                 message.reply(answer, None)

@@ -118,9 +118,8 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
             self._identities[message.token] = message.identity
             self._publish()
             return True
-        elif isinstance(message, ForgetToken):
-            if self._identities.pop(message.token, None) is not None:
-                self._publish()
+        elif isinstance(message, ForgetToken) and self._identities.pop(message.token, None) is not None:
+            self._publish()
         return None
 
     def _rebuild_views(self) -> None:

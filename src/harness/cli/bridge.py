@@ -62,9 +62,15 @@ def run(state_dir: str | None = None) -> int:
     try:
         sock.connect(path)
     except OSError as exc:
-        print(f"harness mcp: no Harness daemon is listening at {path} ({exc.strerror or exc})", file=sys.stderr)
+        print(
+            f"harness mcp: no Harness daemon is listening at {path} ({exc.strerror or exc})", file=sys.stderr
+        )
         return 1
-    preamble = {"harness_bridge": BRIDGE_PROTOCOL, "kind": "mcp", "token": os.environ.get("HARNESS_MCP_TOKEN", "")}
+    preamble = {
+        "harness_bridge": BRIDGE_PROTOCOL,
+        "kind": "mcp",
+        "token": os.environ.get("HARNESS_MCP_TOKEN", ""),
+    }
     sock.sendall(json.dumps(preamble).encode() + b"\n")
     done = threading.Event()
     stdin_closed = threading.Event()

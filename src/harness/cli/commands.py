@@ -17,7 +17,7 @@ _GLOBAL_HELP = "--config FILE, --state-dir DIR and --debug are accepted anywhere
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="harness",
-        description="Harness gateway: one daemon runs each MCP server once; every agent gets its own endpoint.",
+        description="Harness gateway: each MCP server runs once; each agent gets its own endpoint.",
         epilog=_GLOBAL_HELP,
     )
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
@@ -25,8 +25,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("daemon", help="run the daemon in the foreground", epilog=_GLOBAL_HELP)
     sub.add_parser("mcp", help="the stdio bridge an agent CLI launches", epilog=_GLOBAL_HELP)
     demo = sub.add_parser("demo", help="run a daemon on a built-in demo configuration", epilog=_GLOBAL_HELP)
-    demo.add_argument("--calls", type=int, default=3, help="calls each demo agent makes (default 3)")
-    sub.add_parser("list", help="the harnesses of the running daemon", epilog=_GLOBAL_HELP)
+    demo.add_argument("--calls", type=int, default=5, help="calls each demo agent makes (default 5)")
+    listing = sub.add_parser("list", help="the harnesses of the running daemon", epilog=_GLOBAL_HELP)
+    listing.add_argument("--json", action="store_true", help="a JSON array")
     calls = sub.add_parser("calls", help="the call log, read from the store", epilog=_GLOBAL_HELP)
     calls.add_argument("--harness", help="only this harness's calls")
     calls.add_argument("--since", help="a duration (90s, 15m, 2h, 7d) or an ISO-8601 time")
@@ -74,7 +75,9 @@ def _cmd_daemon(ns: argparse.Namespace, g: Globals) -> int:
     from harness.gateway.daemon import Daemon
 
     logging.basicConfig(
-        level=logging.DEBUG if g.debug else logging.INFO, format="harness daemon: %(message)s", stream=sys.stderr
+        level=logging.DEBUG if g.debug else logging.INFO,
+        format="harness daemon: %(message)s",
+        stream=sys.stderr,
     )
     config = load_config(g.config)
     daemon = Daemon(config, g.state_dir)
@@ -85,6 +88,9 @@ def _cmd_list(ns: argparse.Namespace, g: Globals) -> int:
     from harness.cli.common import control_request
 
     rows: list[dict[str, Any]] = control_request(g.paths, "list")
+    if ns.json:
+        print(json.dumps(rows))
+        return 0
     if not rows:
         print("no harnesses configured")
         return 0

@@ -60,7 +60,9 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise CliError(f"--since {text!r}: expected a duration like 90s, 15m, 2h, 7d or an ISO-8601 time") from None
+        raise CliError(
+            f"--since {text!r}: expected a duration like 90s, 15m, 2h, 7d or an ISO-8601 time"
+        ) from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
@@ -69,14 +71,18 @@ def iso_z(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def control_request(paths: StatePaths, command: str, args: dict[str, Any] | None = None, timeout: float = 10.0) -> Any:
+def control_request(
+    paths: StatePaths, command: str, args: dict[str, Any] | None = None, timeout: float = 10.0
+) -> Any:
     """Send one control request to the running daemon and return its result."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         sock.connect(str(paths.socket))
     except OSError as exc:
-        raise CliError(f"no daemon is running for {paths.root} ({exc.strerror or exc}); start it with `harness daemon`") from None
+        raise CliError(
+            f"no daemon is running for {paths.root} ({exc.strerror or exc}); start it with `harness daemon`"
+        ) from None
     with sock:
         preamble = {"harness_bridge": 1, "kind": "control", "command": command, "args": args or {}}
         sock.sendall(json.dumps(preamble).encode() + b"\n")
@@ -91,5 +97,7 @@ def control_request(paths: StatePaths, command: str, args: dict[str, Any] | None
     except ValueError:
         raise CliError("the daemon gave no answer") from None
     if not answer.get("ok"):
-        raise CliError(str(answer.get("error") or answer.get("harness_error") or "the daemon refused the request"))
+        raise CliError(
+            str(answer.get("error") or answer.get("harness_error") or "the daemon refused the request")
+        )
     return answer["result"]

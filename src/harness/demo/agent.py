@@ -41,7 +41,7 @@ async def run(calls: int, pause: float) -> None:
                 result = await client.call_tool(name, arguments)
                 text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
                 print(f"{me}: {name} -> {'error: ' if result.is_error else ''}{text}", flush=True)
-            except Exception as exc:  # noqa: BLE001 - a refused call is part of the demo
+            except Exception as exc:
                 print(f"{me}: {name} -> refused: {exc}", flush=True)
             await anyio.sleep(pause)
 

@@ -37,7 +37,12 @@ TOOLS = [
     _tool("add", "Add two numbers and return the sum.", {"a": _NUM, "b": _NUM}, read_only=True),
     _tool("word_count", "Count the words in a text.", {"text": _STR}, read_only=True),
     _tool("list_notes", "List the titles of the notes written so far.", {}, read_only=True),
-    _tool("write_note", "Store a note under a title (kept in memory).", {"title": _STR, "body": _STR}, read_only=False),
+    _tool(
+        "write_note",
+        "Store a note under a title (kept in memory).",
+        {"title": _STR, "body": _STR},
+        read_only=False,
+    ),
     _tool("fail", "Always fails with the given message, as a tool error.", {"message": _STR}, read_only=True),
 ]
 
@@ -60,13 +65,16 @@ def build_server(test_tools: bool) -> Server[Any]:
     async def on_list_tools(ctx: Any, params: Any) -> dict[str, Any]:
         return listing
 
-    async def on_call_tool(ctx: Any, params: Any) -> dict[str, Any]:  # noqa: PLR0911 - one branch per tool
+    async def on_call_tool(ctx: Any, params: Any) -> dict[str, Any]:
         args = params.arguments or {}
         name = params.name
         if name == "echo":
             return _text(str(args.get("text", "")))
         if name == "add":
-            return {**_text(str(float(args.get("a", 0)) + float(args.get("b", 0)))), "structuredContent": {"sum": float(args.get("a", 0)) + float(args.get("b", 0))}}
+            return {
+                **_text(str(float(args.get("a", 0)) + float(args.get("b", 0)))),
+                "structuredContent": {"sum": float(args.get("a", 0)) + float(args.get("b", 0))},
+            }
         if name == "word_count":
             return _text(str(len(str(args.get("text", "")).split())))
         if name == "list_notes":

@@ -33,7 +33,10 @@ class BridgeConnection(asyncio.Protocol):
     """One accepted connection on the control socket."""
 
     def __init__(
-        self, new_session: SessionFactory, control: ControlHandler, on_session: Callable[[DownstreamSession], None]
+        self,
+        new_session: SessionFactory,
+        control: ControlHandler,
+        on_session: Callable[[DownstreamSession], None],
     ) -> None:
         self._new_session = new_session
         self._control = control
@@ -84,7 +87,8 @@ class BridgeConnection(asyncio.Protocol):
             self._abort("the first line must be the bridge preamble")
             return
         if version not in BRIDGE_PROTOCOL_VERSIONS:
-            self._abort(f"bridge protocol {version!r} is not supported (daemon speaks {sorted(BRIDGE_PROTOCOL_VERSIONS)})")
+            speaks = sorted(BRIDGE_PROTOCOL_VERSIONS)
+            self._abort(f"bridge protocol {version!r} is not supported (the daemon speaks {speaks})")
             return
         kind = pre.get("kind", "mcp")
         if kind == "control":
@@ -103,7 +107,7 @@ class BridgeConnection(asyncio.Protocol):
     async def _answer_control(self, command: str, args: dict[str, Any]) -> None:
         try:
             answer = {"ok": True, "result": await self._control(command, args)}
-        except Exception as exc:  # noqa: BLE001 - the CLI gets the reason, the daemon keeps running
+        except Exception as exc:
             answer = {"ok": False, "error": str(exc)}
         self._send(json.dumps(answer).encode() + b"\n")
         if self._transport is not None:

@@ -97,7 +97,10 @@ class Daemon:
             return {
                 "pid": os.getpid(),
                 "version": __version__,
-                "upstreams": {n: {"state": str(u.state), "pid": u.pid, "tools": len(u.tools)} for n, u in self.links.items()},
+                "upstreams": {
+                    n: {"state": str(u.state), "pid": u.pid, "tools": len(u.tools)}
+                    for n, u in self.links.items()
+                },
                 "sessions": len(self.sessions),
             }
         raise ValueError(f"unknown control command {command!r}")
@@ -150,7 +153,10 @@ class Daemon:
         self._policy = PolicyActor.start(self.config, self.box, self._published)
         self.emit(
             DaemonStarted(
-                ts=time.time(), pid=os.getpid(), version=__version__, config_files=tuple(map(str, self.config.files))
+                ts=time.time(),
+                pid=os.getpid(),
+                version=__version__,
+                config_files=tuple(map(str, self.config.files)),
             )
         )
         cwd = self.config.files[0].parent if self.config.files else Path.cwd()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import signal
 import shutil
+import signal
 import sys
 import time
 import uuid
@@ -76,6 +76,7 @@ class HarnessSpawner:
         self._policy = policy
         self._emit = emit
         self.processes: dict[str, HarnessProcess] = {}
+        self._watchers: set[asyncio.Task[None]] = set()
 
     async def spawn(self, cfg: HarnessConfig) -> HarnessProcess:
         """Start one harness process with its minimal environment plus the gateway wiring."""
@@ -136,7 +137,8 @@ class HarnessSpawner:
                 workdir=str(workdir),
             )
         )
-        loop.create_task(self._watch(proc, log))
+        self._watchers.add(task := loop.create_task(self._watch(proc, log)))
+        task.add_done_callback(self._watchers.discard)
         return proc
 
     async def _watch(self, proc: HarnessProcess, log: BoundedLog) -> None:

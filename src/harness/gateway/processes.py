@@ -13,7 +13,7 @@ ENV_ALLOWLIST = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "TM
 """What a child may inherit from the daemon, plus ``LC_*``; nothing else of the daemon's environment."""
 
 
-def minimal_env(extra: Mapping[str, str] = {}, path_first: str | None = None) -> dict[str, str]:  # noqa: B006
+def minimal_env(extra: Mapping[str, str] = {}, path_first: str | None = None) -> dict[str, str]:
     """The allowlisted part of the daemon's environment, then ``extra``."""
     env = {k: v for k, v in os.environ.items() if k in ENV_ALLOWLIST or k.startswith("LC_")}
     if path_first:
@@ -55,7 +55,9 @@ def signal_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
 
 
-async def stop_group(pid: int, exited: asyncio.Event, term_after: float = 2.0, kill_after: float = 3.0) -> None:
+async def stop_group(
+    pid: int, exited: asyncio.Event, term_after: float = 2.0, kill_after: float = 3.0
+) -> None:
     """Wait ``term_after`` s for ``exited``, then SIGTERM the group, wait ``kill_after`` s, then SIGKILL it.
 
     The group is killed at the end in every case, so grandchildren that outlived the leader go too.

@@ -150,7 +150,10 @@ class DownstreamSession:
     def _refuse(self, request_id: Any, reason: str, name: str, arguments: Any, started: float) -> None:
         route = self.view.routes.get(name)
         if reason == "unknown_tool":
-            detail, step = f"no tool named {name!r} in this session", "List tools again and use a listed name."
+            detail, step = (
+                f"no tool named {name!r} in this session",
+                "List tools again and use a listed name.",
+            )
         elif reason == "not_permitted":
             detail = f"{name!r} is a write tool and this harness may only call read tools"
             step = "Ask the operator to add 'write' to this harness's mcp_allow, or use a read tool."

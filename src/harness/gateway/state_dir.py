@@ -68,7 +68,8 @@ class DaemonLock:
         os.chmod(root, 0o700)
         if len(os.fsencode(self._paths.socket)) > MAX_SOCKET_PATH:
             raise StateDirError(
-                f"socket path {self._paths.socket} is longer than {MAX_SOCKET_PATH} bytes; use a shorter --state-dir"
+                f"socket path {self._paths.socket} is longer than {MAX_SOCKET_PATH} bytes; "
+                "use a shorter --state-dir"
             )
         fd = os.open(self._paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
         try:

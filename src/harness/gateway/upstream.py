@@ -107,7 +107,7 @@ class UpstreamLink:
         try:
             await self._spawn()
             await self._handshake()
-        except Exception as exc:  # noqa: BLE001 - any failure leaves the link down, never the daemon
+        except Exception as exc:
             self._stderr.write(f"[harness] start failed: {exc}\n".encode())
             self._kill_child()
         finally:
@@ -175,7 +175,9 @@ class UpstreamLink:
         self.state = UpstreamState.UP
         UPSTREAM_UP.labels(self.name).set(1)
 
-    async def request(self, method: str, params: dict[str, Any], timeout: float = INIT_TIMEOUT_S) -> dict[str, Any]:
+    async def request(
+        self, method: str, params: dict[str, Any], timeout: float = INIT_TIMEOUT_S
+    ) -> dict[str, Any]:
         """Send an internal request and wait for its result (RuntimeError on an error reply)."""
         uid = self._allocate_id()
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -189,7 +191,7 @@ class UpstreamLink:
             raise RuntimeError(f"{method} failed: {reply['error']}")
         result = reply.get("result")
         if not isinstance(result, dict):
-            raise RuntimeError(f"{method}: result is not an object")
+            raise RuntimeError(f"{method}: result is not an object")  # noqa: TRY004 - a protocol fault
         return result
 
     async def stop(self) -> None:
@@ -226,7 +228,9 @@ class UpstreamLink:
                 item.future.set_exception(ConnectionError(f"upstream {self.name!r} exited"))
         reason = "stopped" if self._stopping else "exited"
         self._emit(
-            UpstreamExited(ts=time.time(), upstream=self.name, pid=self.pid, returncode=returncode, reason=reason)
+            UpstreamExited(
+                ts=time.time(), upstream=self.name, pid=self.pid, returncode=returncode, reason=reason
+            )
         )
         if not self._stopping:
             delay = self.config.restart_delay
@@ -304,7 +308,10 @@ class UpstreamLink:
             {
                 "jsonrpc": "2.0",
                 "id": message["id"],
-                "error": {"code": jsonrpc.METHOD_NOT_FOUND, "message": "the gateway does not forward this request"},
+                "error": {
+                    "code": jsonrpc.METHOD_NOT_FOUND,
+                    "message": "the gateway does not forward this request",
+                },
             }
         )
 
@@ -350,7 +357,11 @@ class UpstreamLink:
 
     def _send_cancelled(self, uid: int, reason: str) -> None:
         self.send_message(
-            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": uid, "reason": reason}}
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": uid, "reason": reason},
+            }
         )
 
     @property

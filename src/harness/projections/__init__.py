@@ -6,7 +6,16 @@ from harness.projections.call_log import CallLogProjection, iso_ms
 
 def all_projections() -> tuple[Projection, ...]:
     """Every projection the gateway keeps, in fold order."""
-    return (CallLogProjection(),)
+    projections: tuple[Projection, ...] = (CallLogProjection(),)
+    return projections
 
 
-__all__ = ["CallLogProjection", "Projection", "ProjectionVersionError", "all_projections", "fold", "install", "iso_ms"]
+__all__ = [
+    "CallLogProjection",
+    "Projection",
+    "ProjectionVersionError",
+    "all_projections",
+    "fold",
+    "install",
+    "iso_ms",
+]

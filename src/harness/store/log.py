@@ -28,7 +28,8 @@ def envelopes_for(events: Sequence[Event], first_position: int) -> list[Envelope
 def append(cursor: apsw.Cursor, envelopes: Sequence[Envelope]) -> None:
     """Insert envelopes (inside the caller's transaction)."""
     cursor.executemany(
-        _INSERT, [(e.position, e.event.ts, e.name, e.version, e.correlation, encode(e.event)) for e in envelopes]
+        _INSERT,
+        [(e.position, e.event.ts, e.name, e.version, e.correlation, encode(e.event)) for e in envelopes],
     )
 
 

@@ -47,7 +47,7 @@ def _check_identity(conn: apsw.Connection, path: Path) -> bool:
         return False
     if "store_meta" not in tables:
         raise StoreError(f"{path}: not a Harness store (no store_meta table)")
-    meta = dict(conn.execute("SELECT key, value FROM store_meta").fetchall())
+    meta: dict[str, str] = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM store_meta")}
     if meta.get("format") != STORE_FORMAT:
         raise StoreError(f"{path}: not a Harness store (format {meta.get('format')!r})")
     version = int(meta.get("schema_version", "0"))

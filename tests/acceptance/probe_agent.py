@@ -1,0 +1,67 @@
+"""A test agent harness: connects through `harness mcp` with the official SDK client.
+
+Writes what it saw as JSON to --out. Options pin the protocol revision it asks for, lie about
+HARNESS_NAME, or call a given tool with given arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+
+import anyio
+import mcp.client.session as client_session
+from mcp import Client, StdioServerParameters
+
+
+async def run(args: argparse.Namespace) -> dict:
+    env = dict(os.environ)
+    if args.lie_name:
+        env["HARNESS_NAME"] = args.lie_name
+    if args.drop_token:
+        env.pop("HARNESS_MCP_TOKEN", None)
+    harness = shutil.which("harness")
+    command, cmd_args = (harness, ["mcp"]) if harness else (sys.executable, ["-m", "harness", "mcp"])
+    params = StdioServerParameters(command=command, args=cmd_args, env=env)
+    out: dict = {"env_token": bool(os.environ.get("HARNESS_MCP_TOKEN"))}
+    async with Client(params, mode="legacy") as client:
+        out["protocol"] = client.protocol_version
+        tools = await client.list_tools()
+        out["tools"] = [t.name for t in tools.tools]
+        if args.tool:
+            try:
+                result = await client.call_tool(args.tool, json.loads(args.arguments))
+                out["result"] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+            except Exception as exc:  # noqa: BLE001 - recorded for the test to check
+                out["error"] = str(exc)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--protocol", default=None, help="handshake revision the client asks for")
+    ap.add_argument("--lie-name", default=None)
+    ap.add_argument("--drop-token", action="store_true")
+    ap.add_argument("--tool", default=None)
+    ap.add_argument("--arguments", default="{}")
+    args = ap.parse_args()
+    if args.protocol:
+        client_session.LATEST_HANDSHAKE_VERSION = (
+            args.protocol
+        )  # the real client, asking for an older revision
+    try:
+        out = anyio.run(run, args)
+    except Exception as exc:  # noqa: BLE001
+        out = {"fatal": repr(exc)}
+    tmp = args.out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(out, f)
+    os.replace(tmp, args.out)
+
+
+if __name__ == "__main__":
+    main()
