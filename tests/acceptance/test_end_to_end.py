@@ -13,8 +13,8 @@ from pathlib import Path
 import apsw
 import psutil
 import pytest
-from conftest import PY, UPSTREAM, probe_argv, toml_list, wait_until
 
+from conftest import PY, UPSTREAM, probe_argv, toml_list, wait_until
 from harness.config import config_hash, load_config
 
 pytestmark = pytest.mark.acceptance

@@ -1,0 +1,83 @@
+"""The single writer: group commit, bounded intake, flush on stop, catching projections up."""
+
+from __future__ import annotations
+
+import time
+
+import apsw
+from tests_support import call_event
+
+from harness.actors.log_writer import EventIntake, LogWriterActor
+from harness.events import DaemonStopped, SessionClosed
+from harness.metrics import CALL_LOG_DROPPED
+from harness.projections import all_projections
+from harness.store import append, envelopes_for, open_for_writing
+
+
+def closed(i: int) -> SessionClosed:
+    return SessionClosed(ts=1000.0 + i, session_id=f"s{i}", reason="test")
+
+
+def test_a_full_intake_drops_and_counts_instead_of_blocking():
+    intake = EventIntake(capacity=10)
+    before = CALL_LOG_DROPPED._value.get()
+    for i in range(15):
+        intake.emit(closed(i))
+    assert len(intake) == 10
+    assert intake.dropped == 5
+    assert CALL_LOG_DROPPED._value.get() - before == 5
+
+
+def test_emitted_events_are_committed_in_order_and_counted(tmp_path):
+    intake = EventIntake()
+    ref = LogWriterActor.start(tmp_path / "h.db", intake)
+    intake.attach(ref)
+    try:
+        for i in range(1000):
+            intake.emit(closed(i))
+        assert ref.proxy().wait_flushed().get(timeout=10) == 1000
+        stats = ref.proxy().statistics().get(timeout=10)
+        assert stats.events_written == 1000 and stats.dropped == 0 and stats.pending == 0
+        assert stats.batches < 1000  # group commit: fewer transactions than events
+    finally:
+        ref.stop()
+    conn = apsw.Connection(str(tmp_path / "h.db"))
+    positions = [p for (p,) in conn.execute("SELECT position FROM events ORDER BY position")]
+    assert positions == list(range(1, 1001))
+
+
+def test_stopping_the_writer_commits_what_is_still_queued(tmp_path):
+    intake = EventIntake()
+    ref = LogWriterActor.start(tmp_path / "h.db", intake)
+    for i in range(50):  # not attached: nothing wakes the writer until it stops
+        intake.emit(closed(i))
+    ref.stop(timeout=10)
+    count = apsw.Connection(str(tmp_path / "h.db")).execute("SELECT count(*) FROM events").get
+    assert count == 50
+
+
+def test_a_writer_started_on_an_existing_log_continues_its_positions(tmp_path):
+    path = tmp_path / "h.db"
+    for _round in range(2):
+        intake = EventIntake()
+        ref = LogWriterActor.start(path, intake)
+        intake.attach(ref)
+        intake.emit(DaemonStopped(ts=time.time(), reason="test"))
+        ref.proxy().wait_flushed().get(timeout=10)
+        ref.stop()
+    conn = apsw.Connection(str(path))
+    assert [p for (p,) in conn.execute("SELECT position FROM events")] == [1, 2]
+
+
+def test_a_projection_behind_the_log_is_caught_up_when_the_writer_starts(tmp_path):
+    path = tmp_path / "h.db"
+    conn = open_for_writing(path)
+    with conn:
+        append(conn.cursor(), envelopes_for([call_event(i) for i in range(5)], 1))
+    conn.close()
+    intake = EventIntake()
+    ref = LogWriterActor.start(path, intake, all_projections())
+    ref.proxy().wait_flushed().get(timeout=10)
+    ref.stop()
+    rows = apsw.Connection(str(path)).execute("SELECT count(*) FROM call_log").get
+    assert rows == 5

@@ -1,0 +1,72 @@
+"""The command line: global options anywhere, durations, one-line errors and exit codes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime
+
+import pytest
+
+from harness.cli.common import CliError, parse_since
+from harness.cli.main import _take_global
+
+
+def harness(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_global_options_are_taken_from_anywhere_on_the_line():
+    rest, opts = _take_global(["calls", "--json", "--state-dir", "/s", "--limit", "3", "--config=/c.toml"])
+    assert rest == ["calls", "--json", "--limit", "3"]
+    assert opts == {"state-dir": "/s", "config": "/c.toml"}
+
+
+def test_since_accepts_durations_and_iso_times():
+    now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert parse_since("90s", now) == datetime(2026, 1, 2, 3, 2, 35, tzinfo=UTC)
+    assert parse_since("7d", now) == datetime(2025, 12, 26, 3, 4, 5, tzinfo=UTC)
+    assert parse_since("2026-01-01T00:00:00Z", now) == datetime(2026, 1, 1, tzinfo=UTC)
+    with pytest.raises(CliError, match="duration"):
+        parse_since("yesterday", now)
+
+
+def test_calls_without_a_store_is_one_line_on_stderr_and_exit_1(tmp_path):
+    done = harness("calls", "--state-dir", str(tmp_path / "none"))
+    assert done.returncode == 1
+    assert len(done.stderr.strip().splitlines()) == 1 and "no store here" in done.stderr
+
+
+def test_a_bad_config_is_refused_with_file_key_and_reason(tmp_path):
+    config = tmp_path / "harness.toml"
+    config.write_text('[mcp.gitea]\nargv = ["x"]\ncolour = "red"\n')
+    done = harness("daemon", "--config", str(config), "--state-dir", str(tmp_path / "s"))
+    assert done.returncode == 1
+    line = done.stderr.strip()
+    assert len(line.splitlines()) == 1
+    assert str(config) in line and "mcp.gitea.colour" in line and "unknown key" in line
+
+
+def test_an_unknown_subcommand_is_a_usage_error_with_exit_2():
+    assert harness("frobnicate").returncode == 2
+
+
+def test_a_second_daemon_on_the_same_state_dir_is_refused(tmp_path):
+    import fcntl
+    import os
+
+    state = tmp_path / "s"
+    state.mkdir()
+    fd = os.open(state / "harness.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    os.write(fd, b"4242\n")
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        config = tmp_path / "harness.toml"
+        config.write_text("")
+        done = harness("daemon", "--config", str(config), "--state-dir", str(state))
+    finally:
+        os.close(fd)
+    assert done.returncode == 1
+    assert "another daemon is running" in done.stderr and "4242" in done.stderr

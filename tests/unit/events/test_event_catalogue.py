@@ -1,0 +1,73 @@
+"""The event catalogue: stored names, versions, the codec, and the import boundary."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from harness.events import ToolCallCompleted, decode, encode, event_class, registered
+from harness.events.base import Event, stored
+
+SAMPLE_CALL = ToolCallCompleted(
+    ts=1_796_000_000.25,
+    session_id="s1",
+    latency_ms=1.5,
+    harness="h",
+    run_id="r",
+    adapter="generic",
+    model="m",
+    config_hash="c",
+    upstream="demo",
+    tool="echo",
+    tier="read",
+    args_hash="a" * 64,
+    args='{"text":"hi"}',
+    outcome="ok",
+    error_reason=None,
+    response_bytes=100,
+    response_tokens_est=25,
+    trace_id="t" * 32,
+    span_id="s" * 16,
+)
+
+
+def test_every_event_class_has_a_stored_name_and_a_positive_version():
+    for name, cls in registered().items():
+        assert name == cls.STORED_NAME
+        assert cls.VERSION >= 1
+        assert not name.startswith(cls.__module__)  # never derived from the module path
+
+
+def test_an_event_survives_encode_and_decode_unchanged():
+    text = encode(SAMPLE_CALL)
+    assert decode("tool_call.completed", 1, text) == SAMPLE_CALL
+    assert encode(decode("tool_call.completed", 1, text)) == text
+
+
+def test_events_are_frozen_and_refuse_unknown_fields():
+    with pytest.raises(ValueError, match="frozen"):
+        SAMPLE_CALL.tool = "other"  # type: ignore[misc]
+    with pytest.raises(ValueError, match="extra"):
+        ToolCallCompleted.model_validate({**SAMPLE_CALL.model_dump(), "surprise": 1})
+
+
+def test_a_stored_name_cannot_be_taken_twice():
+    class Impostor(Event):
+        STORED_NAME = "tool_call.completed"
+
+    with pytest.raises(TypeError, match="already taken"):
+        stored(Impostor)
+    assert event_class("tool_call.completed") is ToolCallCompleted
+
+
+def test_decoding_a_version_newer_than_the_code_is_an_error():
+    with pytest.raises(ValueError, match="newer than this code"):
+        decode("tool_call.completed", 99, encode(SAMPLE_CALL))
+
+
+def test_importing_the_events_package_loads_neither_pykka_nor_apsw():
+    code = "import sys, harness.events; print(sorted({'pykka', 'apsw'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

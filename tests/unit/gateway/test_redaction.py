@@ -1,0 +1,55 @@
+"""Redaction of recorded arguments (call_log_args = "redacted")."""
+
+from __future__ import annotations
+
+import json
+
+from harness.gateway.recording import args_hash
+from harness.gateway.redaction import ARGS_CAP_BYTES, redacted_args
+
+SECRETS = [
+    "ghp_" + "a1B2" * 9,
+    "sk-ant-" + "x" * 40,
+    "AKIAABCDEFGHIJKLMNOP",
+    "xoxb-1234567890-abcdefghij",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+]
+
+
+def test_secret_looking_values_are_absent_from_the_stored_arguments():
+    for secret in SECRETS:
+        stored = redacted_args({"query": f"use {secret} please", "nested": [{"note": secret}]})
+        assert secret not in stored
+        assert "[REDACTED]" in stored
+
+
+def test_values_under_secret_named_keys_are_replaced_whatever_they_look_like():
+    stored = json.loads(
+        redacted_args({"password": "hunter2", "Api-Key": "plain", "headers": {"Authorization": "x"}})
+    )
+    assert stored == {
+        "password": "[REDACTED]",
+        "Api-Key": "[REDACTED]",
+        "headers": {"Authorization": "[REDACTED]"},
+    }
+
+
+def test_credentials_in_urls_and_key_value_text_are_replaced():
+    stored = redacted_args({"url": "https://bob:s3cret@example.com/x", "cmd": "run --token=abc123 now"})
+    assert "s3cret" not in stored and "abc123" not in stored
+    assert "https://[REDACTED]@example.com/x" in stored
+
+
+def test_ordinary_arguments_are_kept_as_canonical_json():
+    assert redacted_args({"b": 1, "a": "hello world"}) == '{"a":"hello world","b":1}'
+
+
+def test_stored_arguments_are_capped_at_4_kib_on_a_character_boundary():
+    stored = redacted_args({"text": "é" * 10_000})
+    assert len(stored.encode()) <= ARGS_CAP_BYTES
+    assert stored.endswith("…[truncated]")
+
+
+def test_args_hash_is_sha256_of_the_canonical_json():
+    assert args_hash({"b": 1, "a": "é"}) == args_hash({"a": "é", "b": 1})
+    assert len(args_hash({})) == 64

@@ -1,0 +1,72 @@
+"""A downstream session's answers to handshake, listing and refused calls (no upstream needed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.actors.policy import UNATTRIBUTED
+from harness.actors.tool_views import EMPTY_VIEW
+from harness.gateway.recording import CallRecorder
+from harness.gateway.session import HANDSHAKE_VERSIONS, DownstreamSession
+
+
+def make_session():
+    sent: list[dict] = []
+    events: list = []
+    session = DownstreamSession(
+        identity=UNATTRIBUTED,
+        view=EMPTY_VIEW,
+        links={},
+        recorder=CallRecorder(events.append, "redacted"),
+        emit=events.append,
+        send=lambda data: sent.append(json.loads(data)),
+    )
+    return session, sent, events
+
+
+@pytest.mark.parametrize("version", HANDSHAKE_VERSIONS)
+def test_initialize_answers_the_revision_the_client_asked_for(version):
+    session, sent, _ = make_session()
+    session.handle(
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": version}}
+    )
+    assert sent[0]["result"]["protocolVersion"] == version
+    assert session.protocol_version == version
+
+
+def test_initialize_with_an_unknown_revision_answers_the_newest_handshake_revision():
+    session, sent, _ = make_session()
+    session.handle(
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "1999-01-01"}}
+    )
+    assert sent[0]["result"]["protocolVersion"] == HANDSHAKE_VERSIONS[-1]
+
+
+def test_an_unknown_tool_is_a_structured_error_and_a_denied_call_event():
+    session, sent, events = make_session()
+    session.handle(
+        {"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {"name": "nope", "arguments": {}}}
+    )
+    error = sent[0]["error"]
+    assert error["message"].startswith("unknown_tool: ")
+    assert error["data"] == {"reason": "unknown_tool"}
+    call = events[-1]
+    assert (call.outcome, call.error_reason, call.harness) == ("denied", "unknown_tool", None)
+
+
+def test_malformed_messages_get_json_rpc_errors_and_the_session_goes_on():
+    session, sent, _ = make_session()
+    session.handle([1, 2])
+    session.handle({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": "x"})
+    session.handle({"jsonrpc": "2.0", "id": 3, "method": "resources/list"})
+    session.handle({"jsonrpc": "2.0", "id": 4, "method": "ping"})
+    assert [m.get("error", {}).get("code") for m in sent] == [-32600, -32602, -32601, None]
+    assert sent[-1] == {"jsonrpc": "2.0", "id": 4, "result": {}}
+
+
+def test_tools_list_returns_the_views_pre_encoded_tools():
+    session, sent, _ = make_session()
+    session.handle({"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
+    assert sent == [{"jsonrpc": "2.0", "id": 7, "result": {"tools": []}}]

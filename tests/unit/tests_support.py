@@ -1,0 +1,32 @@
+"""Builders shared by unit tests."""
+
+from __future__ import annotations
+
+from harness.events import ToolCallCompleted
+
+
+def call_event(
+    i: int, *, harness: str | None = "h", outcome: str = "ok", ts: float | None = None
+) -> ToolCallCompleted:
+    """A plausible call event number ``i``."""
+    return ToolCallCompleted(
+        ts=ts if ts is not None else 1_796_000_000.0 + i,
+        session_id=f"s{i % 3}",
+        latency_ms=1.0 + i % 7,
+        harness=harness,
+        run_id="run" if harness else None,
+        adapter="generic" if harness else None,
+        model="m" if harness else None,
+        config_hash="c" if harness else None,
+        upstream="demo",
+        tool=f"tool{i % 4}",
+        tier="read",
+        args_hash=f"{i:064x}",
+        args=None,
+        outcome=outcome,  # type: ignore[arg-type]
+        error_reason=None,
+        response_bytes=100 + i,
+        response_tokens_est=(103 + i) // 4,
+        trace_id="t" * 32,
+        span_id=f"{i:016x}",
+    )
