@@ -64,7 +64,7 @@ def test_six_harnesses_share_one_upstream_and_each_call_is_logged_as_its_token_o
     assert len(mine) == 1
     assert {p.pid for p in mine} <= {p.pid for p in everywhere}
 
-    for name, out in outs.items():
+    for out in outs.values():
         assert "fatal" not in out, out
         assert out["env_token"] is True
         assert "demo__echo" in out["tools"]

@@ -6,6 +6,7 @@ import argparse
 import os
 import shutil
 import sys
+from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
@@ -26,7 +27,7 @@ async def run(calls: int, pause: float) -> None:
         tools = await client.list_tools()
         names = [t.name for t in tools.tools]
         print(f"{me}: {len(names)} tools: {', '.join(names)}", flush=True)
-        plan = [
+        plan: list[tuple[str, dict[str, Any]]] = [
             ("demo__echo", {"text": f"hello from {me}"}),
             ("demo__add", {"a": 2, "b": 40}),
             ("demo__word_count", {"text": "the gateway records every call"}),

@@ -96,7 +96,9 @@ def build_server(test_tools: bool) -> Server[Any]:
             return _text("deleted")
         return _text(f"unknown tool: {name}", error=True)
 
-    return Server("harness-demo", version="1.0.0", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    # The SDK accepts plain dict results at run time; its type hints name the typed models.
+    handlers: dict[str, Any] = {"on_list_tools": on_list_tools, "on_call_tool": on_call_tool}
+    return Server("harness-demo", version="1.0.0", **handlers)
 
 
 async def _serve(server: Server[Any]) -> None:

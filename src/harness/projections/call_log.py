@@ -71,11 +71,11 @@ def iso_ms(ts: float) -> str:
 class CallLogProjection:
     """Folds ``tool_call.completed`` events into ``call_log``."""
 
-    name = "call_log"
-    version = 1
-    handles = frozenset({ToolCallCompleted.STORED_NAME})
-    ddl = _DDL
-    tables = ("call_log",)
+    name: str = "call_log"
+    version: int = 1
+    handles: frozenset[str] = frozenset({ToolCallCompleted.STORED_NAME})
+    ddl: str = _DDL
+    tables: tuple[str, ...] = ("call_log",)
 
     def apply(self, envelopes: Sequence[Envelope], cursor: apsw.Cursor) -> None:
         """Insert one row per call event."""
