@@ -60,4 +60,4 @@ class StoreView:
 
 def open_store(path: str | Path) -> StoreView:
     """Open a store read-only (it may be live: WAL lets readers run beside the daemon)."""
-    return StoreView(Path(path))
+    return StoreView(Path(path).expanduser())

@@ -25,7 +25,6 @@ NOT_SUPPORTED_YET: Mapping[str, object] = MappingProxyType(
         "mcp.*.max_concurrency": 8,
         "mcp.*.breaker_failures": 5,
         "mcp.*.breaker_cooldown": 30.0,
-        "mcp.*.restart_delay": 1.0,
         "mcp.*.shared": True,
         "mcp_policy.*.exposure": "full",
         "mcp_policy.*.top_k": 8,

@@ -285,7 +285,6 @@ def test_a_bare_number_is_not_a_duration(tmp_path):
         ('[mcp.o]\nargv = ["o"]\nmax_concurrency = 4\n', "mcp.o.max_concurrency"),
         ('[mcp.o]\nargv = ["o"]\nbreaker_failures = 3\n', "mcp.o.breaker_failures"),
         ('[mcp.o]\nargv = ["o"]\nbreaker_cooldown = "10s"\n', "mcp.o.breaker_cooldown"),
-        ('[mcp.o]\nargv = ["o"]\nrestart_delay = "2s"\n', "mcp.o.restart_delay"),
         ('[mcp.o]\nargv = ["o"]\nshared = false\n', "mcp.o.shared"),
         ('[mcp_policy.p]\nexposure = "lazy"\n', "mcp_policy.p.exposure"),
         ("[mcp_policy.p]\ntop_k = 4\n", "mcp_policy.p.top_k"),
