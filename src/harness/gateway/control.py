@@ -77,7 +77,11 @@ class BridgeConnection(asyncio.Protocol):
             except ValueError:
                 self._send(jsonrpc.error(None, jsonrpc.PARSE_ERROR, "parse error: not JSON"))
                 continue
-            handle(message)
+            try:
+                handle(message)
+            except Exception:  # a bug must cost one answer, never the connection or the daemon
+                log.exception("error handling a message")
+                self._send(jsonrpc.error(None, jsonrpc.INTERNAL_ERROR, "internal error in the gateway"))
 
     def _preamble(self, line: bytes) -> None:
         try:

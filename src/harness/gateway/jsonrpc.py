@@ -11,6 +11,7 @@ PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
 METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
 
 GATEWAY_ERROR_CODES: Final[dict[str, int]] = {
     "unknown_tool": INVALID_PARAMS,

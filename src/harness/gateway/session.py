@@ -64,6 +64,11 @@ class DownstreamSession:
             self._notification(method, message.get("params"))
             return
         request_id = message["id"]
+        if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+            self.send(
+                jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "a request id must be a string or an integer")
+            )
+            return
         if method == "tools/call":
             self._call_tool(request_id, message)
         elif method == "tools/list":
@@ -127,6 +132,13 @@ class DownstreamSession:
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
+        elif not isinstance(arguments, dict):
+            self.send(
+                jsonrpc.error(
+                    request_id, jsonrpc.INVALID_PARAMS, "tools/call params.arguments must be an object"
+                )
+            )
+            return
         route = self.view.routes.get(name)
         if route is None:
             self._refuse(request_id, "unknown_tool", name, arguments, started)

@@ -107,7 +107,8 @@ class UpstreamLink:
         try:
             await self._spawn()
             await self._handshake()
-        except Exception as exc:
+        except Exception as exc:  # any failure leaves the link down, never the daemon
+            log.warning("upstream %s: start failed: %s", self.name, exc)
             self._stderr.write(f"[harness] start failed: {exc}\n".encode())
             self._kill_child()
         finally:
@@ -282,7 +283,7 @@ class UpstreamLink:
         method = message.get("method")
         if method is None:
             uid = message.get("id")
-            item = self._pending.pop(uid, None) if isinstance(uid, int) else None
+            item = self._pending.pop(uid, None) if type(uid) is int else None
             if isinstance(item, CallInflight):
                 item.answered(message)
             elif item is not None and not item.future.done():

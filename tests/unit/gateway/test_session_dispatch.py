@@ -70,3 +70,18 @@ def test_tools_list_returns_the_views_pre_encoded_tools():
     session, sent, _ = make_session()
     session.handle({"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
     assert sent == [{"jsonrpc": "2.0", "id": 7, "result": {"tools": []}}]
+
+
+def test_a_request_id_that_is_not_a_string_or_integer_is_an_invalid_request():
+    session, sent, _ = make_session()
+    session.handle({"jsonrpc": "2.0", "id": [1], "method": "tools/call", "params": {"name": "x"}})
+    session.handle({"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"})
+    assert [m["error"]["code"] for m in sent] == [-32600, -32600]
+
+
+def test_arguments_that_are_not_an_object_are_invalid_params():
+    session, sent, _ = make_session()
+    session.handle(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": [1]}}
+    )
+    assert sent[0]["error"]["code"] == -32602
