@@ -6,7 +6,8 @@ Method (per run, the variants alternating inside each run): this process listens
 a temp dir; t0 = perf_counter(); spawn the bridge with HARNESS_SOCKET=<that socket>,
 HARNESS_MCP_TOKEN=x and stdin a pipe; accept its connection and read until the first newline (the
 preamble line, checked to be JSON carrying the token); t1 = perf_counter(). Then close the bridge's
-stdin and the connection, and reap it (its exit code must be 0). One untimed warm-up run first.
+stdin, wait for it to pass the EOF on (as the daemon does), close the connection and reap the bridge
+(its exit code must be 0). One untimed warm-up run first.
 
 Variants:
 
@@ -42,6 +43,9 @@ FLOOR_CODE = (
     "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
     "s.connect(os.environ['HARNESS_SOCKET'])\n"
     "s.sendall(b'{\"token\": \"' + os.environ['HARNESS_MCP_TOKEN'].encode() + b'\"}\\n')\n"
+    "import sys\n"
+    "sys.stdin.buffer.read()\n"
+    "s.shutdown(socket.SHUT_WR)\n"
     "s.recv(1)\n"
 )
 
@@ -71,21 +75,33 @@ def one_run(cmd: list[str], listener: socket.socket, env: dict[str, str], timeou
             with contextlib.suppress(OSError):
                 proc.stdin.close()
         if conn is not None:
+            # Like the daemon: wait for the bridge to pass on stdin's EOF, then close our side.
+            with contextlib.suppress(OSError):
+                while conn.recv(65536):
+                    pass
             conn.close()
         try:
-            _, err = proc.communicate(timeout=timeout)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.communicate()
+            proc.wait()
             raise RuntimeError(f"{cmd}: did not exit after stdin and the socket closed") from None
+        finally:
+            err = proc.stderr.read() if proc.stderr else b""  # a few lines at most
+            if proc.stderr:
+                proc.stderr.close()
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd}: exit code {proc.returncode}: {err.decode(errors='replace')[-300:]}")
     return t1 - t0
 
 
-def imported_modules(cmd: list[str], env: dict[str, str]) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+def imported_modules(
+    cmd: list[str], env: dict[str, str]
+) -> tuple[set[str], subprocess.CompletedProcess[str]]:
     """Top-level names of the modules ``cmd`` imports, from ``-X importtime`` on stderr."""
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
+    out = subprocess.run(
+        cmd, check=False, capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL
+    )
     names = set()
     for line in out.stderr.splitlines():
         if line.startswith("import time:") and "|" in line:
@@ -121,7 +137,7 @@ def main() -> int:
         listener.listen(8)
         listener.settimeout(a.timeout)
         try:
-            for name, cmd in variants.items():  # warm-up: page cache, .pyc files
+            for cmd in variants.values():  # warm-up: page cache, .pyc files
                 one_run(cmd, listener, env, a.timeout)
             for _ in range(a.runs):
                 for name, cmd in variants.items():
@@ -134,14 +150,15 @@ def main() -> int:
         ms = [t * 1000 for t in ts]
         print(f"{name:34s} median {statistics.median(ms):6.1f}  min {min(ms):6.1f}  max {max(ms):6.1f}")
     bridge_med = statistics.median(times["harness mcp"]) * 1000
-    print(f"bridge startup median {bridge_med:.1f} ms (bar <= 60 ms: {'PASS' if bridge_med <= 60 else 'FAIL'})")
+    verdict = "PASS" if bridge_med <= 60 else "FAIL"
+    print(f"bridge startup median {bridge_med:.1f} ms (bar <= 60 ms: {verdict})")
 
     missing = os.path.join(tempfile.gettempdir(), f"hbs-missing-{os.getpid()}.sock")
     env = dict(os.environ, HARNESS_SOCKET=missing, HARNESS_MCP_TOKEN="x")
     base, _ = imported_modules([py, "-X", "importtime", "-c", "pass"], env)
     mods, out = imported_modules([py, "-X", "importtime", "-m", "harness", "mcp"], env)
     msg = [ln for ln in out.stderr.splitlines() if not ln.startswith("import time:")]
-    print(f"python -X importtime -m harness mcp (missing socket): exit code {out.returncode}; says {msg[-1:]}")
+    print(f"python -X importtime -m harness mcp (missing socket): exit {out.returncode}; says {msg[-1:]}")
     stdlib = set(sys.stdlib_module_names)
     third = sorted(m for m in mods - base if m not in stdlib and m != "harness")
     at_start = sorted(m for m in base if m not in stdlib)

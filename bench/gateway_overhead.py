@@ -1,4 +1,4 @@
-"""Gateway overhead: what the Harness daemon adds to an MCP ``tools/call``, against calling the upstream directly.
+"""Gateway overhead: what the Harness daemon adds to an MCP ``tools/call``, against calling the upstream.
 
 Three paths are measured with the team's driver (``<shared>/mcp_bench.py``, run as a subprocess), all
 against the same upstream (``<shared>/upstream_echo.py``, tool ``echo``):
@@ -86,8 +86,8 @@ def fmt(x: float | None, nd: int = 2) -> str:
 
 
 def last_json(text: str) -> dict[str, Any] | None:
-    for line in reversed(text.splitlines()):
-        line = line.strip()
+    for raw in reversed(text.splitlines()):
+        line = raw.strip()
         if line.startswith("{"):
             try:
                 return json.loads(line)
@@ -122,7 +122,8 @@ def driver_args(a: argparse.Namespace, client: str, tool: str, label: str) -> li
 
 
 def run_plain(a: argparse.Namespace, client: str, path: str, log: Path) -> dict[str, Any]:
-    py, up, relay = shlex.quote(a.py), shlex.quote(str(a.shared / "upstream_echo.py")), a.shared / "raw_relay.py"
+    py, up = shlex.quote(a.py), shlex.quote(str(a.shared / "upstream_echo.py"))
+    relay = a.shared / "raw_relay.py"
     if path == "direct":
         stdio, tool = f"{py} {up}", "echo"
     else:
@@ -131,7 +132,12 @@ def run_plain(a: argparse.Namespace, client: str, path: str, log: Path) -> dict[
     cmd = [a.py, *driver_args(a, client, tool, path), "--stdio", stdio, "--target-log", str(log)]
     try:
         out = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=a.deadline + 60, stdin=subprocess.DEVNULL
+            cmd,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=a.deadline + 60,
+            stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired:
         return {"label": path, "fatal": "driver timed out"}
@@ -328,9 +334,14 @@ def print_client(client: str, res: dict[str, list[dict[str, Any]]]) -> None:
     widths = [max(len(str(x[i])) for x in [hdr, *rows]) for i in range(len(hdr))]
 
     def line(cells: Any) -> str:
-        return "  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+        return "  ".join(
+            str(c).rjust(w) if i else str(c).ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
 
-    print(f"\n## client={client}: medians over {len(d)} round(s); 'x' = median of same-round ratios vs direct")
+    print(
+        f"\n## client={client}: medians over {len(d)} round(s); 'x' = median of same-round ratios to direct"
+    )
     print(line(hdr))
     print("  ".join("-" * w for w in widths))
     for row in rows:
@@ -350,11 +361,11 @@ def print_client(client: str, res: dict[str, list[dict[str, Any]]]) -> None:
         f"upstream {fmt(med([x.get('upstream_cpu_us_per_call') for x in gi]), 0)} us "
         f"(direct upstream: {fmt(med([get(x, 'seq.cpu_us_per_call') for x in d]), 0)} us)"
     )
+    ready_s, stop_s = med([x.get("ready_s") for x in gi]), med([x.get("stop_s") for x in gi])
+    rcs, rows = [x.get("daemon_rc") for x in gi], [x.get("call_log_rows") for x in gi]
     print(
-        "gateway daemon: ready after "
-        f"{fmt(med([x.get('ready_s') for x in gi]))} s, SIGTERM->exit {fmt(med([x.get('stop_s') for x in gi]))} s, "
-        f"exit codes {[x.get('daemon_rc') for x in gi]}, call_log rows {[x.get('call_log_rows') for x in gi]}, "
-        f"RSS {fmt(med([x.get('daemon_rss_mb') for x in gi]), 1)} MB"
+        f"gateway daemon: ready after {fmt(ready_s)} s, SIGTERM->exit {fmt(stop_s)} s, exit codes {rcs}, "
+        f"call_log rows {rows}, RSS {fmt(med([x.get('daemon_rss_mb') for x in gi]), 1)} MB"
     )
     for name in PATHS:
         for i, x in enumerate(res[name], 1):
@@ -402,7 +413,7 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--clients", default="sdk,raw", help="comma list of sdk,raw (%(default)s)")
     ap.add_argument("--deadline", type=float, default=180.0, help="seconds per driver run")
-    ap.add_argument("--ready-timeout", type=float, default=30.0, help="seconds to wait for the daemon's ready")
+    ap.add_argument("--ready-timeout", type=float, default=30.0, help="seconds to wait for `ready`")
     ap.add_argument("--stop-timeout", type=float, default=15.0, help="seconds from SIGTERM to exit")
     ap.add_argument("--tmp", default="/tmp", help="where temp state dirs go (keep it short)")
     ap.add_argument("--keep", action="store_true", help="keep the gateway temp dirs")
@@ -425,10 +436,7 @@ def main() -> int:
         order = PATHS[rnd % len(PATHS) :] + PATHS[: rnd % len(PATHS)]
         for client in clients:
             for path in order:
-                if path == "gateway":
-                    r = run_gateway(a, client, log)
-                else:
-                    r = run_plain(a, client, path, log)
+                r = run_gateway(a, client, log) if path == "gateway" else run_plain(a, client, path, log)
                 r["_round"] = rnd + 1
                 results[client][path].append(r)
                 brief = (

@@ -4,10 +4,6 @@
 API is loaded lazily on first attribute access.
 """
 
-from __future__ import annotations
-
-from typing import Any
-
 __version__ = "0.1.0"
 
 _LAZY = {
@@ -19,7 +15,7 @@ _LAZY = {
 __all__ = ["Config", "__version__", "load_config", "open_store"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'harness' has no attribute {name!r}")

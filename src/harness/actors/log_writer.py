@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import threading
+import time
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +22,11 @@ DEFAULT_CAPACITY = 65_536
 
 MAX_BATCH = 4_096
 """Events per transaction at most; a larger backlog commits in several groups."""
+
+GROUP_EVENTS = 256
+GROUP_WINDOW_S = 0.02
+"""When woken with fewer than GROUP_EVENTS queued, the writer waits GROUP_WINDOW_S for more first,
+so a steady trickle of calls costs one commit per window, not one per call."""
 
 
 class _Flush:
@@ -97,7 +102,6 @@ class LogWriterActor(pykka.ThreadingActor):
         self._next = 1
         self._written = 0
         self._batches = 0
-        self._ready = threading.Event()
 
     def on_start(self) -> None:
         """Open the store, install projections and fold anything they have not seen yet."""
@@ -123,6 +127,8 @@ class LogWriterActor(pykka.ThreadingActor):
     def on_receive(self, message: Any) -> Any:
         """Handle a flush wake-up."""
         if isinstance(message, _Flush):
+            if len(self._intake) < GROUP_EVENTS:
+                time.sleep(GROUP_WINDOW_S)  # the wake flag stays set: no further wake-ups meanwhile
             self._drain()
         return None
 

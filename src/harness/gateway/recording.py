@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import Callable
 from typing import Any, Literal
 
 from harness.events import Event, Outcome, Tier, ToolCallCompleted
-from harness.gateway.redaction import redacted_args
+from harness.gateway.redaction import canonical_json, redacted_args
 from harness.metrics import CALL_DURATION, CALLS
 
 ArgsMode = Literal["redacted", "hash", "none"]
@@ -20,8 +19,7 @@ TOOL_LABELS_PER_UPSTREAM = 100
 
 def args_hash(arguments: Any) -> str:
     """Lowercase hex SHA-256 of the canonical JSON of the arguments (interfaces.md)."""
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return hashlib.sha256(canonical_json(arguments).encode()).hexdigest()
 
 
 class CallRecorder:
@@ -31,6 +29,17 @@ class CallRecorder:
         self._emit = emit
         self._args_mode = args_mode
         self._tool_labels: dict[str, set[str]] = {}
+        self._metric_children: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
+
+    def _children(self, harness: str, upstream: str, tool: str, outcome: str) -> tuple[Any, Any]:
+        """The counter and histogram children for these labels (label lookups cost more than updates)."""
+        key = (harness, upstream, tool, outcome)
+        found = self._metric_children.get(key)
+        if found is None:
+            label = self._tool_label(upstream, tool)
+            found = (CALLS.labels(harness, upstream, label, outcome), CALL_DURATION.labels(upstream, label))
+            self._metric_children[key] = found
+        return found
 
     def _tool_label(self, upstream: str, tool: str) -> str:
         seen = self._tool_labels.setdefault(upstream, set())
@@ -59,8 +68,9 @@ class CallRecorder:
         now_perf = time.perf_counter()
         latency_s = now_perf - started
         ident = session.identity
-        stored_args = redacted_args(arguments) if self._args_mode == "redacted" else None
-        event = ToolCallCompleted.model_construct(
+        canonical = canonical_json(arguments)
+        stored_args = redacted_args(arguments, canonical) if self._args_mode == "redacted" else None
+        event = ToolCallCompleted(
             ts=time.time() - latency_s,
             session_id=session.session_id,
             latency_ms=round(latency_s * 1000, 3),
@@ -72,7 +82,7 @@ class CallRecorder:
             upstream=upstream,
             tool=tool,
             tier=tier,
-            args_hash=args_hash(arguments),
+            args_hash=hashlib.sha256(canonical.encode()).hexdigest(),
             args=stored_args,
             outcome=outcome,
             error_reason=reason,
@@ -82,6 +92,6 @@ class CallRecorder:
             span_id=span_id,
         )
         self._emit(event)
-        label = self._tool_label(upstream, tool)
-        CALLS.labels(ident.harness or "", upstream, label, outcome).inc()
-        CALL_DURATION.labels(upstream, label).observe(latency_s)
+        calls, duration = self._children(ident.harness or "", upstream, tool, outcome)
+        calls.inc()
+        duration.observe(latency_s)

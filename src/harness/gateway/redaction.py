@@ -65,7 +65,53 @@ def cap_utf8(text: str, limit: int = ARGS_CAP_BYTES) -> str:
     return raw[:keep].decode(errors="ignore") + marker
 
 
-def redacted_args(arguments: Any) -> str:
-    """Arguments as stored under ``call_log_args = "redacted"``: redacted canonical JSON, ≤ 4 KiB."""
-    text = json.dumps(redact_value(arguments), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_MARKERS = (
+    "://",
+    "-----begin",
+    "akia",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "xox",
+    "sk-",
+    "aiza",
+    "eyj",
+    "bearer",
+    "pass",
+    "secret",
+    "token",
+    "key",
+    "auth",
+    "credential",
+    "cookie",
+)
+"""Every pattern above matches only text holding one of these (lower-cased): a cheap pre-check."""
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False)
+
+
+def canonical_json(arguments: Any) -> str:
+    """The canonical JSON of interfaces.md: sorted keys, compact separators, UTF-8 kept."""
+    return _CANONICAL.encode(arguments)
+
+
+def may_hold_secret(text: str) -> bool:
+    """False when no redaction pattern can match ``text`` (the common case, decided in ~1 µs)."""
+    low = text.lower()
+    return any(marker in low for marker in _MARKERS)
+
+
+def redacted_args(arguments: Any, canonical: str | None = None) -> str:
+    """Arguments as stored under ``call_log_args = "redacted"``: redacted canonical JSON, ≤ 4 KiB.
+
+    ``canonical`` (the arguments' canonical JSON, if already made) lets the common case, nothing to
+    redact, skip the walk: one scan of the text decides.
+    """
+    text = canonical if canonical is not None else canonical_json(arguments)
+    if may_hold_secret(text):
+        text = canonical_json(redact_value(arguments))
     return cap_utf8(text)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import apsw
 
@@ -63,9 +65,24 @@ CREATE INDEX call_log_upstream_tool ON call_log(upstream, tool);
 _INSERT = f"INSERT INTO call_log({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 
 
+_last_second: list[Any] = [None, ""]
+
+
 def iso_ms(ts: float) -> str:
-    """Event time as ISO-8601 UTC with milliseconds and a Z."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    """Event time as ISO-8601 UTC with milliseconds and a Z (the second's prefix is cached)."""
+    frac, whole = math.modf(ts)
+    micros = round(frac * 1e6)  # as datetime.fromtimestamp rounds
+    second = int(whole)
+    if micros >= 1_000_000:
+        second, micros = second + 1, micros - 1_000_000
+    elif micros < 0:
+        second, micros = second - 1, micros + 1_000_000
+    millis = micros // 1000
+    cache = _last_second
+    if cache[0] != second:
+        cache[0] = second
+        cache[1] = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
+    return f"{cache[1]}{millis:03d}Z"
 
 
 class CallLogProjection:

@@ -53,3 +53,29 @@ def test_stored_arguments_are_capped_at_4_kib_on_a_character_boundary():
 def test_args_hash_is_sha256_of_the_canonical_json():
     assert args_hash({"b": 1, "a": "é"}) == args_hash({"a": "é", "b": 1})
     assert len(args_hash({})) == 64
+
+
+def test_the_marker_pre_check_never_skips_text_a_pattern_would_redact():
+    from harness.gateway.redaction import _SECRET_KEY, _SECRET_VALUE, _URL_CREDENTIALS, may_hold_secret
+
+    samples = [
+        *SECRETS,
+        "https://u:p@h/x",
+        "password=x1",
+        "Bearer abcdefghij",
+        "-----BEGIN RSA PRIVATE KEY-----",
+    ]
+    samples += [
+        "session_key",
+        "client-secret",
+        "Private-Key",
+        "ACCESS_KEY",
+        "Cookie",
+        "Authorization",
+        "apikey",
+    ]
+    for text in samples:
+        matched = _SECRET_VALUE.search(text) or _URL_CREDENTIALS.search(text) or _SECRET_KEY.search(text)
+        assert matched, text
+        assert may_hold_secret(text), text
+    assert not may_hold_secret('{"text":"hello world","n":3}')
