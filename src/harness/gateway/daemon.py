@@ -210,14 +210,18 @@ class Daemon:
             self._server.close()
         for session in list(self.sessions):
             session.close("daemon stopping")
+        started = time.perf_counter()
         if self._spawner is not None:
             await self._spawner.stop_all()
+        log.debug("harnesses stopped after %.3fs", time.perf_counter() - started)
         await asyncio.gather(*(link.stop() for link in self.links.values()), return_exceptions=True)
+        log.debug("upstreams stopped after %.3fs", time.perf_counter() - started)
         self.emit(DaemonStopped(ts=time.time(), reason=self._stop_reason or "stopped"))
         if self._policy is not None:
             self._policy.stop()
         if self._writer is not None:
             await asyncio.to_thread(self._writer.stop)
+        log.debug("log flushed after %.3fs", time.perf_counter() - started)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             with contextlib.suppress(ValueError, RuntimeError):

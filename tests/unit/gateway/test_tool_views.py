@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from harness.actors.tool_views import MAX_EXPOSED_NAME, build_view, exposed_name, tier_of
+from harness.actors.tool_views import build_view, tier_of
+from harness.naming import MAX_EXPOSED_NAME, exposed_name
 from harness.config import Config, PolicyConfig, UpstreamConfig
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,50}$")
