@@ -82,7 +82,45 @@ def load_config(path: Path | None = None) -> Config:
     builder = _Builder()
     for file in files:
         builder.add(file, _read_toml(file))
-    return builder.build(tuple(files))
+    config = builder.build(tuple(files))
+    check_project_files(config)
+    return config
+
+
+PROJECT_FILE = "harness.toml"
+
+
+def check_project_files(config: Config) -> None:
+    """Refuse what a project file (``harness.toml`` in a harness's workdir) may not say.
+
+    Policies and a harness's ``mcp_policy`` / ``mcp_allow`` are global-only: a cloned repository
+    must not widen its own harness's reach. Project-scoped ``[mcp.NAME]`` upstreams are the one
+    thing a project file may declare; they are not built yet.
+    """
+    read = {f.resolve() for f in config.files}
+    for harness in config.harnesses.values():
+        if harness.workdir is None:
+            continue
+        project = (harness.workdir / PROJECT_FILE).resolve()
+        if project in read or not project.is_file():
+            continue
+        read.add(project)
+        document = _read_toml(project)
+        for section, value in document.items():
+            if section == "mcp_policy":
+                raise ConfigError(
+                    project, section, "policies are global-only; a project file may not set them"
+                )
+            if section == "harness" and isinstance(value, dict):
+                for name, table in value.items():
+                    for key in ("mcp_policy", "mcp_allow"):
+                        if isinstance(table, dict) and key in table:
+                            reason = f"{key} is global-only; a project file may not set it"
+                            raise ConfigError(project, f"harness.{name}.{key}", reason)
+            if section != "mcp":
+                raise ConfigError(project, section, "a project file may only declare [mcp.NAME] upstreams")
+            for name in _table(project, "mcp", value):
+                raise ConfigError(project, f"mcp.{name}", "project-scoped upstreams: not supported yet")
 
 
 def _read_toml(file: Path) -> dict[str, Any]:

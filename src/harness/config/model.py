@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
 
 from harness.config.frozen import FrozenMap, FrozenMapping
 
@@ -41,6 +51,30 @@ class McpSettings(BaseModel):
     listen: StrictStr = ""
     metrics_listen: StrictStr = ""
     default_policy: StrictStr = ""
+
+    @field_validator("metrics_listen", "listen")
+    @classmethod
+    def _loopback(cls, value: str) -> str:
+        if value:
+            loopback_address(value)
+        return value
+
+
+def loopback_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` with a loopback host (127.0.0.0/8, ::1 or localhost); ValueError otherwise."""
+    host, sep, port_text = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ValueError(f"expected HOST:PORT, got {text!r}")
+    if host == "localhost":
+        return host, int(port_text)
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError(f"{host!r} is not an IP address") from None
+    if not address.is_loopback:
+        raise ValueError(f"{host} is not a loopback address; the gateway listens on loopback only")
+    return host, int(port_text)
 
 
 SETTINGS_KEYS = frozenset(McpSettings.model_fields)

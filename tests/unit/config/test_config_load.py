@@ -279,16 +279,12 @@ def test_a_bare_number_is_not_a_duration(tmp_path):
         ('[mcp]\nprompt_paths = ["p"]\n', "mcp.prompt_paths"),
         ('[mcp]\nskill_paths = ["s"]\n', "mcp.skill_paths"),
         ('[mcp]\nlisten = "127.0.0.1:9000"\n', "mcp.listen"),
-        ('[mcp]\nmetrics_listen = "127.0.0.1:9001"\n', "mcp.metrics_listen"),
         ('[mcp.o]\nurl = "http://127.0.0.1:9000/mcp"\n', "mcp.o.url"),
         ('[mcp.o]\nargv = ["o"]\nheaders = { X = "y" }\n', "mcp.o.headers"),
         ('[mcp.o]\nargv = ["o"]\nmax_concurrency = 4\n', "mcp.o.max_concurrency"),
         ('[mcp.o]\nargv = ["o"]\nbreaker_failures = 3\n', "mcp.o.breaker_failures"),
         ('[mcp.o]\nargv = ["o"]\nbreaker_cooldown = "10s"\n', "mcp.o.breaker_cooldown"),
         ('[mcp.o]\nargv = ["o"]\nshared = false\n', "mcp.o.shared"),
-        ('[mcp_policy.p]\nexposure = "lazy"\n', "mcp_policy.p.exposure"),
-        ("[mcp_policy.p]\ntop_k = 4\n", "mcp_policy.p.top_k"),
-        ("[mcp_policy.p]\nmax_description_chars = 100\n", "mcp_policy.p.max_description_chars"),
         ('[harness.h]\nargv = ["a"]\nharness = "claude-code"\n', "harness.h.harness"),
         ('[harness.h]\nargv = ["a"]\nmcp_exclusive = true\n', "harness.h.mcp_exclusive"),
     ],
@@ -506,3 +502,27 @@ def test_drop_ins_beside_a_missing_default_file_are_still_read(tmp_path, monkeyp
     config = load_config()
     assert config.files == (drop_in,)
     assert list(config.upstreams) == ["gitea"]
+
+
+def test_metrics_listen_must_be_a_loopback_host_and_port(tmp_path):
+    error = _error(tmp_path, '[mcp]\nmetrics_listen = "0.0.0.0:9100"\n')
+    assert error.key == "mcp.metrics_listen" and "loopback" in error.reason
+
+
+def test_a_project_file_may_not_set_policies_or_a_harness_reach(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    main = tmp_path / "conf" / "harness.toml"
+    main.parent.mkdir()
+    main.write_text(f'[harness.h]\nargv = ["a"]\nworkdir = "{project}"\n')
+    for text, key in [
+        ("[mcp_policy.wide]\nservers = []\n", "mcp_policy"),
+        ('[harness.h]\nmcp_allow = ["read", "write"]\n', "harness.h.mcp_allow"),
+        ('[harness.h]\nmcp_policy = "wide"\n', "harness.h.mcp_policy"),
+        ('[mcp.local]\nargv = ["x"]\n', "mcp.local"),
+    ]:
+        (project / "harness.toml").write_text(text)
+        with pytest.raises(ConfigError) as info:
+            load_config(main)
+        assert info.value.key == key
+        assert str(project / "harness.toml") in str(info.value)
