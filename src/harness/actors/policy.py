@@ -15,7 +15,7 @@ import pykka
 from pydantic import BaseModel, ConfigDict
 
 from harness.actors.asking import AnswersAsks
-from harness.actors.tool_views import EMPTY_VIEW, ToolView, build_view
+from harness.actors.tool_views import EMPTY_VIEW, ToolView, build_view, catalogue_routes
 from harness.config import Config
 from harness.events import ToolCatalogFetched
 
@@ -32,6 +32,8 @@ class Identity:
     trace_id: str
     policy: str
     allow: frozenset[str]
+    top_tools: tuple[tuple[str, str], ...] = ()
+    """For top_k exposure: the (upstream, tool) pairs this run called most, fixed at spawn."""
 
 
 UNATTRIBUTED = Identity(None, None, None, None, None, "0" * 32, "", frozenset({"read"}))
@@ -44,6 +46,8 @@ class RoutingSnapshot:
     generation: int
     identities: Mapping[str, Identity]
     views: Mapping[str, ToolView]
+    known: frozenset[str] = frozenset()
+    """Every exposed (and unshortened) tool name of every upstream: excluded ones are not_permitted."""
 
     def identify(self, token: str | None) -> Identity:
         """The token's owner, or the unattributed identity for a missing or unknown token."""
@@ -102,6 +106,7 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
         self._catalogs: dict[str, tuple[dict[str, Any], ...]] = {}
         self._identities: dict[str, Identity] = {}
         self._views: dict[str, ToolView] = {}
+        self._known: frozenset[str] = frozenset()
 
     def on_start(self) -> None:
         """Publish the first snapshot (no catalogues yet)."""
@@ -125,12 +130,15 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
     def _rebuild_views(self) -> None:
         cfg = self._config
         self._views = {name: build_view(p, cfg, self._catalogs) for name, p in cfg.policies.items()}
+        routes, aliases, _tools = catalogue_routes(cfg, self._catalogs)
+        self._known = frozenset(routes) | frozenset(aliases)
 
     def _publish(self) -> None:
         snapshot = RoutingSnapshot(
             self._box.current.generation + 1,
             MappingProxyType(dict(self._identities)),
             MappingProxyType(dict(self._views)),
+            self._known,
         )
         self._box.current = snapshot
         if self._on_publish is not None:

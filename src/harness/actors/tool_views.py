@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Literal
 
+from harness.actors.gateway_tools import LAZY_TOOLS
 from harness.config import Config, PolicyConfig, UpstreamConfig
 from harness.events import Tier
 from harness.naming import exposed_name
@@ -37,18 +39,90 @@ class Route:
     tier: Tier
 
 
+Exposure = Literal["full", "lazy", "top_k"]
+
+
+def _encode(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 @dataclass(frozen=True)
 class ToolView:
-    """A policy's effective tool set: routes by exposed name and the pre-encoded tools/list array."""
+    """A policy's effective tool set and what a session of it lists.
+
+    ``routes`` holds every tool the policy allows (callable directly or through ``call_tool``);
+    ``tools`` the tool objects as received (namespaced, untrimmed) for ``search_tools``;
+    ``listing_json`` the ``tools/list`` array of the mode (for top_k, without the per-harness top
+    tools: :func:`session_listing` adds them).
+    """
 
     policy: str
+    exposure: Exposure
+    top_k: int
+    max_description_chars: int
     routes: Mapping[str, Route]
-    tools_json: bytes
+    aliases: Mapping[str, str]
+    tools: Mapping[str, Mapping[str, Any]]
+    listing_json: bytes
     fingerprint: str
-    schema_bytes: int = field(default=0)
+
+    def resolve(self, name: str) -> Route | None:
+        """The route of an exposed name, or of the unshortened ``<upstream>__<tool>`` form."""
+        route = self.routes.get(name)
+        if route is None and (alias := self.aliases.get(name)) is not None:
+            route = self.routes.get(alias)
+        return route
 
 
-EMPTY_VIEW = ToolView(policy="", routes={}, tools_json=b"[]", fingerprint=hashlib.sha256(b"[]").hexdigest())
+def _view(
+    policy: str,
+    exposure: Exposure,
+    top_k: int,
+    chars: int,
+    routes: dict[str, Route],
+    aliases: dict[str, str],
+    tools: dict[str, Mapping[str, Any]],
+    listing: list[Mapping[str, Any]],
+) -> ToolView:
+    listing_json = _encode(listing)
+    return ToolView(
+        policy=policy,
+        exposure=exposure,
+        top_k=top_k,
+        max_description_chars=chars,
+        routes=MappingProxyType(routes),
+        aliases=MappingProxyType(aliases),
+        tools=MappingProxyType(tools),
+        listing_json=listing_json,
+        fingerprint=hashlib.sha256(listing_json).hexdigest(),
+    )
+
+
+EMPTY_VIEW = _view("", "full", 0, 300, {}, {}, {}, [])
+
+
+def trim_description(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, cut at a sentence boundary if one is past the middle,
+    else at a word boundary with an ellipsis. Short text is returned as it is."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    sentence_end = max(head.rfind(mark) for mark in (". ", "! ", "? ", "\n"))
+    if sentence_end >= limit // 2:
+        return head[: sentence_end + 1].rstrip()
+    cut = head[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "…"
+
+
+def trimmed(tool: Mapping[str, Any], limit: int) -> Mapping[str, Any]:
+    """The tool with its description trimmed; everything else, the input schema first, untouched."""
+    description = tool.get("description")
+    if isinstance(description, str) and len(description) > limit:
+        return {**tool, "description": trim_description(description, limit)}
+    return tool
 
 
 def _allowed(name: str, policy: PolicyConfig) -> bool:
@@ -57,13 +131,14 @@ def _allowed(name: str, policy: PolicyConfig) -> bool:
     return not policy.tools or any(fnmatchcase(name, g) for g in policy.tools)
 
 
-def build_view(
-    policy: PolicyConfig, config: Config, catalogs: Mapping[str, Sequence[Mapping[str, Any]]]
-) -> ToolView:
-    """The view of one policy over the catalogues known so far (upstreams in ``servers`` order)."""
+def catalogue_routes(
+    config: Config, catalogs: Mapping[str, Sequence[Mapping[str, Any]]], servers: Sequence[str] | None = None
+) -> tuple[dict[str, Route], dict[str, str], dict[str, Mapping[str, Any]]]:
+    """Routes, aliases and namespaced tool objects of the given upstreams (all when None)."""
     routes: dict[str, Route] = {}
-    listed: list[dict[str, Any]] = []
-    for upstream_name in policy.servers:
+    aliases: dict[str, str] = {}
+    tools: dict[str, Mapping[str, Any]] = {}
+    for upstream_name in servers if servers is not None else list(catalogs):
         upstream = config.upstreams.get(upstream_name)
         if upstream is None:
             continue
@@ -72,15 +147,39 @@ def build_view(
             if not isinstance(real, str) or not real:
                 continue
             name = exposed_name(upstream_name, real)
-            if name in routes or not _allowed(name, policy):
+            if name in routes:
                 continue
             routes[name] = Route(name, upstream_name, real, tier_of(tool, upstream))
-            listed.append({**tool, "name": name})
-    tools_json = json.dumps(listed, ensure_ascii=False, separators=(",", ":")).encode()
-    return ToolView(
-        policy=policy.name,
-        routes=routes,
-        tools_json=tools_json,
-        fingerprint=hashlib.sha256(tools_json).hexdigest(),
-        schema_bytes=len(tools_json),
-    )
+            tools[name] = {**tool, "name": name}
+            plain = f"{upstream_name}__{real}"
+            if plain != name:
+                aliases[plain] = name
+    return routes, aliases, tools
+
+
+def build_view(
+    policy: PolicyConfig, config: Config, catalogs: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> ToolView:
+    """The view of one policy over the catalogues known so far (upstreams in ``servers`` order)."""
+    all_routes, all_aliases, all_tools = catalogue_routes(config, catalogs, policy.servers)
+    routes = {n: r for n, r in all_routes.items() if _allowed(n, policy)}
+    aliases = {a: n for a, n in all_aliases.items() if n in routes}
+    tools = {n: t for n, t in all_tools.items() if n in routes}
+    chars = policy.max_description_chars
+    if policy.exposure == "full":
+        listing = [trimmed(t, chars) for t in tools.values()]
+    else:
+        listing = list(LAZY_TOOLS)
+    return _view(policy.name, policy.exposure, policy.top_k, chars, routes, aliases, tools, listing)
+
+
+def session_listing(view: ToolView, top: Sequence[tuple[str, str]]) -> bytes:
+    """What a session lists: the view's listing, plus, in top_k mode, the harness's top tools first."""
+    if view.exposure != "top_k" or not top:
+        return view.listing_json
+    chosen: list[Mapping[str, Any]] = []
+    for upstream, tool in top:
+        route = view.routes.get(exposed_name(upstream, tool))
+        if route is not None and len(chosen) < view.top_k:
+            chosen.append(trimmed(view.tools[route.exposed], view.max_description_chars))
+    return _encode([*chosen, *LAZY_TOOLS])

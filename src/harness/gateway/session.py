@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness import __version__
+from harness.actors.gateway_tools import CALL_TOOL, SEARCH_K_DEFAULT, SEARCH_K_MAX, SEARCH_TOOLS
 from harness.actors.policy import Identity
-from harness.actors.tool_views import ToolView
-from harness.events import Event, SessionClosed, SessionInitialized
+from harness.actors.tool_views import Route, ToolView, session_listing
+from harness.events import Event, Outcome, SessionClosed, SessionInitialized
 from harness.gateway import jsonrpc
 from harness.gateway.calls import CallInflight
 from harness.gateway.recording import CallRecorder
@@ -20,6 +22,23 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """Revisions a downstream session can negotiate through ``initialize`` (oldest first)."""
 
 SERVER_NAME = "harness"
+
+SearchDone = Callable[[Any, BaseException | None], None]
+Searcher = Callable[[str, int, frozenset[str], SearchDone], None]
+"""Runs a tool search off the loop: (query, k, allowed names, callback(hits, error) on the loop)."""
+
+
+def _no_search(query: str, k: int, allowed: frozenset[str], done: SearchDone) -> None:
+    done([], None)
+
+
+def one_line(text: str, limit: int = 160) -> str:
+    """The first line or sentence of a description, at most ``limit`` characters."""
+    line = text.strip().split("\n", 1)[0]
+    end = line.find(". ")
+    if 0 < end < limit:
+        line = line[: end + 1]
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
 class DownstreamSession:
@@ -35,10 +54,15 @@ class DownstreamSession:
         emit: Callable[[Event], None],
         send: Callable[[bytes], None],
         on_close: Callable[[DownstreamSession], None] | None = None,
+        known: Callable[[str], bool] = lambda _name: False,
+        search: Searcher = _no_search,
     ) -> None:
         self.session_id = os.urandom(8).hex()
         self.identity = identity
         self.view = view
+        self.listing = session_listing(view, identity.top_tools)
+        self._known = known
+        self._search = search
         self.protocol_version = ""
         self.calls: dict[Any, tuple[UpstreamLink, int]] = {}
         self.recorder = recorder
@@ -118,7 +142,7 @@ class DownstreamSession:
     def _list_tools(self, request_id: Any) -> None:
         head = jsonrpc.encode({"jsonrpc": "2.0", "id": request_id, "result": {"tools": []}})
         # Splice the pre-encoded tool array in place of the empty one.
-        self.send(head.replace(b'"tools":[]', b'"tools":' + self.view.tools_json, 1))
+        self.send(head.replace(b'"tools":[]', b'"tools":' + self.listing, 1))
 
     # ---------------------------------------------------------------- calls
 
@@ -139,16 +163,46 @@ class DownstreamSession:
                 )
             )
             return
-        route = self.view.routes.get(name)
+        if self.view.exposure != "full" and name in (SEARCH_TOOLS, CALL_TOOL):
+            if name == SEARCH_TOOLS:
+                self._search_tools(request_id, arguments, started)
+                return
+            inner = arguments.get("name")
+            inner_args = arguments.get("arguments")
+            if not isinstance(inner, str) or not isinstance(inner_args, dict | None):
+                detail = "call_tool needs arguments {name: string, arguments: object}"
+                self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, detail))
+                return
+            name, arguments = inner, inner_args or {}
+            params = {
+                "name": inner,
+                "arguments": arguments,
+                **({"_meta": params["_meta"]} if "_meta" in params else {}),
+            }
+            message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        self._forward(request_id, message, params, name, arguments, started)
+
+    def _forward(
+        self,
+        request_id: Any,
+        message: dict[str, Any],
+        params: dict[str, Any],
+        name: str,
+        arguments: dict[str, Any],
+        started: float,
+    ) -> None:
+        """The checks every call gets, direct or through call_tool, then the upstream."""
+        route = self.view.resolve(name)
         if route is None:
-            self._refuse(request_id, "unknown_tool", name, arguments, started)
+            reason = "not_permitted" if self._known(name) else "unknown_tool"
+            self._refuse(request_id, reason, name, None, arguments, started)
             return
         if route.tier == "write" and "write" not in self.identity.allow:
-            self._refuse(request_id, "not_permitted", name, arguments, started)
+            self._refuse(request_id, "not_permitted", name, route, arguments, started)
             return
         link = self._links.get(route.upstream)
         if link is None or link.state is not UpstreamState.UP:
-            self._refuse(request_id, "upstream_unavailable", name, arguments, started)
+            self._refuse(request_id, "upstream_unavailable", name, route, arguments, started)
             return
         if request_id in self.calls:
             self.send(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, "request id already in flight"))
@@ -159,13 +213,75 @@ class DownstreamSession:
         self.calls[request_id] = (link, call.upstream_id)
         link.forward_call(call, message, params)
 
-    def _refuse(self, request_id: Any, reason: str, name: str, arguments: Any, started: float) -> None:
-        route = self.view.routes.get(name)
+    def _search_tools(self, request_id: Any, arguments: dict[str, Any], started: float) -> None:
+        query = arguments.get("query")
+        k = arguments.get("k", SEARCH_K_DEFAULT)
+        if not isinstance(query, str) or not isinstance(k, int) or isinstance(k, bool):
+            detail = "search_tools needs arguments {query: string, k: integer}"
+            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, detail))
+            return
+        k = max(1, min(SEARCH_K_MAX, k))
+        view = self.view
+
+        def done(hits: Any, error: BaseException | None) -> None:
+            if error is not None:
+                line = jsonrpc.error(request_id, jsonrpc.INTERNAL_ERROR, "tool search failed; retry")
+                self.send(line)
+                self._record_gateway_call(
+                    SEARCH_TOOLS, arguments, "upstream_error", "search_failed", started, len(line)
+                )
+                return
+            found = [self._describe(hit.name, view) for hit in hits if hit.name in view.routes]
+            result = {
+                "content": [{"type": "text", "text": json.dumps(found, ensure_ascii=False)}],
+                "structuredContent": {"tools": found},
+                "isError": False,
+            }
+            line = jsonrpc.result(request_id, result)
+            self.send(line)
+            self._record_gateway_call(SEARCH_TOOLS, arguments, "ok", None, started, len(line))
+
+        self._search(query, k, frozenset(view.routes), done)
+
+    @staticmethod
+    def _describe(name: str, view: ToolView) -> dict[str, Any]:
+        tool = view.tools[name]
+        description = tool.get("description")
+        full = description if isinstance(description, str) else ""
+        return {
+            "name": name,
+            "description": one_line(full),
+            "full_description": full,
+            "inputSchema": tool.get("inputSchema", {}),
+        }
+
+    def _record_gateway_call(
+        self, tool: str, arguments: Any, outcome: Outcome, reason: str | None, started: float, size: int
+    ) -> None:
+        self.recorder.record(
+            session=self,
+            upstream="harness",
+            tool=tool,
+            tier="read",
+            arguments=arguments,
+            outcome=outcome,
+            reason=reason,
+            started=started,
+            response_bytes=size,
+            span_id=os.urandom(8).hex(),
+        )
+
+    def _refuse(
+        self, request_id: Any, reason: str, name: str, route: Route | None, arguments: Any, started: float
+    ) -> None:
         if reason == "unknown_tool":
             detail, step = (
                 f"no tool named {name!r} in this session",
-                "List tools again and use a listed name.",
+                "List or search tools and use a listed name.",
             )
+        elif route is None:
+            detail = f"{name!r} is not among the tools this harness's policy allows"
+            step = "Use a tool you were given, or ask the operator to change this harness's policy."
         elif reason == "not_permitted":
             detail = f"{name!r} is a write tool and this harness may only call read tools"
             step = "Ask the operator to add 'write' to this harness's mcp_allow, or use a read tool."
@@ -174,10 +290,11 @@ class DownstreamSession:
             step = "Its tools stay listed; retry in a few seconds."
         line = jsonrpc.gateway_error(request_id, reason, detail, step)
         self.send(line)
+        upstream, _, tool = name.partition("__")
         self.recorder.record(
             session=self,
-            upstream=route.upstream if route else "harness",
-            tool=route.tool if route else name[:200],
+            upstream=route.upstream if route else (upstream if tool else "harness"),
+            tool=route.tool if route else (tool or name)[:200],
             tier=route.tier if route else "read",
             arguments=arguments,
             outcome=jsonrpc.OUTCOME_OF_REASON[reason],  # type: ignore[arg-type]
@@ -190,11 +307,18 @@ class DownstreamSession:
     # ---------------------------------------------------------------- life
 
     def replace_view(self, view: ToolView) -> None:
-        """A new effective tool set: tell the client only if it changed."""
-        if view.fingerprint == self.view.fingerprint:
-            return
+        """A new effective tool set: tell the client only if what it lists changed.
+
+        A top_k session's listing is fixed for the session; what it may call follows the policy.
+        """
+        old = self.view
         self.view = view
-        self.send(jsonrpc.notification("notifications/tools/list_changed"))
+        if old.exposure == "top_k" and view.exposure == "top_k":
+            return
+        listing = session_listing(view, self.identity.top_tools)
+        if listing != self.listing:
+            self.listing = listing
+            self.send(jsonrpc.notification("notifications/tools/list_changed"))
 
     def close(self, reason: str) -> None:
         """The connection ended: cancel what is in flight upstream and record the end."""

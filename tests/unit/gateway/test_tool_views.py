@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 
-from harness.actors.tool_views import build_view, tier_of
-from harness.naming import MAX_EXPOSED_NAME, exposed_name
+from harness.actors.tool_views import build_view, session_listing, tier_of, trim_description
 from harness.config import Config, PolicyConfig, UpstreamConfig
+from harness.naming import MAX_EXPOSED_NAME, exposed_name
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,50}$")
 
@@ -58,5 +59,58 @@ def test_a_policy_view_lists_its_servers_tools_filtered_by_tools_and_deny_globs(
     view = build_view(policy, config, catalogs)
     assert list(view.routes) == ["gitea__get_issue"]
     assert view.routes["gitea__get_issue"].tool == "get_issue"
-    assert b'"$defs"' in view.tools_json  # schemas pass through untouched
-    assert view.schema_bytes == len(view.tools_json)
+    assert b'"$defs"' in view.listing_json  # schemas pass through untouched
+
+
+def policy(**kw) -> PolicyConfig:
+    return PolicyConfig(name="p", servers=("gitea",), **kw)
+
+
+CATALOG = {
+    "gitea": [
+        {
+            "name": "get_issue",
+            "description": "Get one issue with its comments. It returns the title, body and each comment.",
+            "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+            "annotations": {"readOnlyHint": True},
+        },
+        {"name": "x" * 60, "description": "A tool with a very long name.", "inputSchema": {"type": "object"}},
+    ]
+}
+CONFIG = Config(upstreams={"gitea": upstream()}, policies={})
+
+
+def test_full_exposure_trims_descriptions_and_never_touches_schemas():
+    view = build_view(policy(max_description_chars=40), CONFIG, CATALOG)
+    listed = {t["name"]: t for t in json.loads(view.listing_json)}
+    issue = listed["gitea__get_issue"]
+    assert issue["description"] == "Get one issue with its comments."
+    assert issue["inputSchema"] == CATALOG["gitea"][0]["inputSchema"]
+    assert view.tools["gitea__get_issue"]["description"] == CATALOG["gitea"][0]["description"]
+
+
+def test_trimming_falls_back_to_a_word_boundary_with_an_ellipsis():
+    text = "A single long sentence that goes on and on without any full stop in sight at all"
+    cut = trim_description(text, 30)
+    assert len(cut) <= 30 and cut.endswith("…") and not cut[:-1].endswith(" ")
+    assert text.startswith(cut[:-1])
+
+
+def test_lazy_exposure_lists_only_search_tools_and_call_tool_but_routes_everything():
+    view = build_view(policy(exposure="lazy"), CONFIG, CATALOG)
+    assert [t["name"] for t in json.loads(view.listing_json)] == ["search_tools", "call_tool"]
+    assert "gitea__get_issue" in view.routes
+
+
+def test_top_k_lists_the_harness_top_tools_then_the_gateway_tools():
+    view = build_view(policy(exposure="top_k", top_k=1), CONFIG, CATALOG)
+    listed = json.loads(session_listing(view, [("gitea", "get_issue"), ("gitea", "x" * 60), ("gone", "t")]))
+    assert [t["name"] for t in listed] == ["gitea__get_issue", "search_tools", "call_tool"]
+
+
+def test_a_shortened_name_resolves_under_its_unshortened_form_too():
+    view = build_view(policy(), CONFIG, CATALOG)
+    short = next(n for n in view.routes if n != "gitea__get_issue")
+    assert len(short) <= 50
+    assert view.resolve("gitea__" + "x" * 60) == view.routes[short]
+    assert view.routes[short].tool == "x" * 60
