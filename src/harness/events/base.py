@@ -15,13 +15,13 @@ from pydantic import BaseModel, ConfigDict
 class Event(BaseModel):
     """Base of every event: a frozen pydantic model with a stored name, a version and a time."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     STORED_NAME: ClassVar[str] = ""
     VERSION: ClassVar[int] = 1
 
     ts: float
-    """Event time: seconds since the epoch, UTC, from the gateway clock."""
+    """Event time: seconds since the epoch (UTC) from the gateway clock."""
 
 
 _REGISTRY: dict[str, type[Event]] = {}

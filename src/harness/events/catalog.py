@@ -16,8 +16,13 @@ class DaemonStarted(Event):
 
     STORED_NAME = "daemon.started"
     pid: int
+    """The daemon's process id."""
+
     version: str
+    """The harness-gateway package version."""
+
     config_files: tuple[str, ...]
+    """The configuration files read, in order."""
 
 
 @stored
@@ -26,6 +31,7 @@ class DaemonStopped(Event):
 
     STORED_NAME = "daemon.stopped"
     reason: str
+    """Why it stopped: the signal's name (`SIGTERM`, `SIGINT`) or what asked it to."""
 
 
 @stored
@@ -34,8 +40,13 @@ class UpstreamStarted(Event):
 
     STORED_NAME = "upstream.started"
     upstream: str
+    """The upstream key (`[mcp.NAME]`)."""
+
     pid: int
+    """The child's process id."""
+
     command: str
+    """argv[0] of the child (never its arguments or environment)."""
 
 
 @stored
@@ -44,11 +55,22 @@ class ToolCatalogFetched(Event):
 
     STORED_NAME = "upstream.tool_catalog_fetched"
     upstream: str
+    """The upstream key."""
+
     protocol_version: str
+    """The protocol revision the upstream answered to `initialize`."""
+
     server_name: str
+    """`serverInfo.name` from `initialize`."""
+
     server_version: str
+    """`serverInfo.version` from `initialize`."""
+
     tools_json: str
+    """The `tools/list` array (all pages concatenated) as received, compact JSON text."""
+
     tool_count: int
+    """Number of tools in `tools_json`."""
 
 
 @stored
@@ -57,9 +79,16 @@ class UpstreamExited(Event):
 
     STORED_NAME = "upstream.exited"
     upstream: str
+    """The upstream key."""
+
     pid: int
+    """The child's process id."""
+
     returncode: int | None
+    """Its exit status (negative: killed by that signal); null if unknown."""
+
     reason: str
+    """`stopped` (the daemon stopped it) or `exited` (it ended on its own; a restart follows)."""
 
 
 @stored
@@ -68,13 +97,28 @@ class HarnessSpawned(Event):
 
     STORED_NAME = "harness.spawned"
     harness: str
+    """The harness name (`[harness.NAME]`)."""
+
     run_id: str
+    """This run's id (one per spawn)."""
+
     pid: int
+    """The agent process id."""
+
     adapter: str
+    """The adapter (`generic`, `claude-code`, `codex`, `crush`)."""
+
     model: str
+    """The configured model (may be empty)."""
+
     config_hash: str
+    """SHA-256 of the harness's effective configuration at spawn."""
+
     trace_id: str
+    """The run's trace id (32 hex digits)."""
+
     workdir: str
+    """The agent's working directory."""
 
 
 @stored
@@ -83,9 +127,16 @@ class HarnessExited(Event):
 
     STORED_NAME = "harness.exited"
     harness: str
+    """The harness name."""
+
     run_id: str
+    """The run that ended."""
+
     pid: int
+    """The agent process id."""
+
     returncode: int | None
+    """Its exit status; null if unknown."""
 
 
 @stored
@@ -94,10 +145,19 @@ class SessionOpened(Event):
 
     STORED_NAME = "session.opened"
     session_id: str
+    """The downstream session's id."""
+
     harness: str | None
+    """The token's owner; null when unattributed."""
+
     run_id: str | None
+    """The owner's current run; null when unattributed."""
+
     transport: str
+    """How the session arrived (`stdio-bridge`, ...)."""
+
     bridge_version: int
+    """The bridge preamble's protocol version."""
 
 
 @stored
@@ -106,9 +166,16 @@ class SessionInitialized(Event):
 
     STORED_NAME = "session.initialized"
     session_id: str
+    """The downstream session's id."""
+
     protocol_version: str
+    """The negotiated protocol revision."""
+
     client_name: str
+    """`clientInfo.name` the agent sent."""
+
     client_version: str
+    """`clientInfo.version` the agent sent."""
 
 
 @stored
@@ -117,7 +184,10 @@ class SessionClosed(Event):
 
     STORED_NAME = "session.closed"
     session_id: str
+    """The downstream session's id."""
+
     reason: str
+    """Why it ended (`disconnected`, ...)."""
 
 
 @stored
@@ -126,20 +196,80 @@ class ToolCallCompleted(Event):
 
     STORED_NAME = "tool_call.completed"
     session_id: str
+    """The downstream session that made the call."""
+
     latency_ms: float
+    """Gateway clock, request in to response out, in milliseconds."""
+
     harness: str | None
+    """The token's owner; null when unattributed."""
+
     run_id: str | None
+    """The owner's run; null when unattributed."""
+
     adapter: str | None
+    """The run's adapter."""
+
     model: str | None
+    """The run's model."""
+
     config_hash: str | None
+    """The run's configuration hash."""
+
     upstream: str
+    """The real upstream key, or `harness` for tools the gateway answers itself."""
+
     tool: str
+    """The tool's own name (not namespaced)."""
+
     tier: Tier
+    """`read` or `write`."""
+
     args_hash: str
+    """SHA-256 (hex) of the canonical JSON arguments."""
+
     args: str | None
+    """Redacted canonical JSON arguments (at most 4 KiB), or null per `call_log_args`."""
+
     outcome: Outcome
+    """`ok`, `tool_error`, `upstream_error`, `timeout`, `denied`, `circuit_open` or `cancelled`."""
+
     error_reason: str | None
+    """The gateway's reason (`not_permitted`, `timeout`, ...) when there is one."""
+
     response_bytes: int
+    """Bytes of the response line the agent received."""
+
     response_tokens_est: int
+    """`response_bytes` / 4, rounded up."""
+
     trace_id: str
+    """The run's trace id."""
+
     span_id: str
+    """The call's span id."""
+
+
+@stored
+class RetentionCompacted(Event):
+    """Retention removed the events (and their call-log rows) older than a cutoff.
+
+    The latest tool catalogue of each upstream is kept whatever its age. Recorded by the log writer
+    in the transaction that finished the compaction.
+    """
+
+    STORED_NAME = "retention.compacted"
+    older_than: float
+    """The cutoff in event time (seconds since the epoch): events with an earlier ``ts`` were removed."""
+
+    events_removed: int
+    """Events deleted from the log."""
+
+    calls_removed: int
+    """Rows deleted from ``call_log``."""
+
+    catalogs_kept: int
+    """Tool catalogue events older than the cutoff kept because each is its upstream's latest."""
+
+    seconds: float
+    """Wall time the compaction took, all its steps together."""
