@@ -26,3 +26,26 @@ CALL_LOG_DROPPED = Counter(
     "Events dropped because the log writer's intake was full",
     registry=REGISTRY,
 )
+TOOL_SCHEMA_BYTES = Gauge(
+    "harness_mcp_tool_schema_bytes",
+    "Bytes of the tools/list array the harness's newest session received",
+    ("harness",),
+    registry=REGISTRY,
+)
+CIRCUIT_OPEN = Gauge(
+    "harness_mcp_circuit_open", "1 while the upstream's breaker is open", ("upstream",), registry=REGISTRY
+)
+RESPONSE_BYTES = Histogram(
+    "harness_mcp_response_bytes",
+    "Bytes of each tool call response",
+    ("upstream", "tool"),
+    buckets=(256, 1024, 4096, 16384, 65536, 262144, 1048576, float("inf")),
+    registry=REGISTRY,
+)
+
+
+def serve_metrics(address: tuple[str, int]) -> None:
+    """Serve /metrics (Prometheus text) on a loopback address, from a daemon thread."""
+    from prometheus_client import start_http_server
+
+    start_http_server(address[1], addr=address[0], registry=REGISTRY)

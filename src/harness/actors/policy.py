@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -76,6 +76,13 @@ class RegisterToken:
 
 
 @dataclass(frozen=True)
+class ApplyConfig:
+    """Command: a reloaded configuration; running harnesses take their new policy and allowance."""
+
+    config: Config
+
+
+@dataclass(frozen=True)
 class ForgetToken:
     """Command: the token's process is gone; it identifies nobody from now on."""
 
@@ -125,7 +132,22 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
             return True
         elif isinstance(message, ForgetToken) and self._identities.pop(message.token, None) is not None:
             self._publish()
+        elif isinstance(message, ApplyConfig):
+            self._apply(message.config)
         return None
+
+    def _apply(self, config: Config) -> None:
+        self._config = config
+        self._catalogs = {k: v for k, v in self._catalogs.items() if k in config.upstreams}
+        for token, ident in list(self._identities.items()):
+            table = config.harnesses.get(ident.harness or "")
+            if table is not None:
+                policy = config.policy_for(table.name)
+                self._identities[token] = replace(
+                    ident, policy=policy.name if policy else "", allow=frozenset(table.mcp_allow)
+                )
+        self._rebuild_views()
+        self._publish()
 
     def _rebuild_views(self) -> None:
         cfg = self._config

@@ -80,7 +80,7 @@ def _cmd_daemon(ns: argparse.Namespace, g: Globals) -> int:
         stream=sys.stderr,
     )
     config = load_config(g.config)
-    daemon = Daemon(config, g.state_dir)
+    daemon = Daemon(config, g.state_dir, g.config)
     return int(anyio.run(daemon.run))
 
 

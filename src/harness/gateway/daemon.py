@@ -17,8 +17,9 @@ import pykka
 
 from harness import __version__
 from harness.actors.log_writer import EventIntake, LogWriterActor
-from harness.actors.policy import PolicyActor, RoutingSnapshot, SnapshotBox
-from harness.config import Config
+from harness.actors.policy import ApplyConfig, PolicyActor, RoutingSnapshot, SnapshotBox
+from harness.config import Config, ConfigError, HarnessConfig, UpstreamConfig, load_config
+from harness.config.model import loopback_address
 from harness.events import DaemonStarted, DaemonStopped, Event, ToolCatalogFetched
 from harness.gateway.actor_bridge import ask
 from harness.gateway.control import BridgeConnection, session_opened_event
@@ -26,7 +27,9 @@ from harness.gateway.harnesses import HarnessSpawner
 from harness.gateway.recording import CallRecorder
 from harness.gateway.session import DownstreamSession
 from harness.gateway.state_dir import DaemonLock, StatePaths
+from harness.gateway.store_reader import StoreReader
 from harness.gateway.upstream import INIT_TIMEOUT_S, UpstreamLink
+from harness.metrics import TOOL_SCHEMA_BYTES, serve_metrics
 
 log = logging.getLogger("harness.daemon")
 
@@ -34,8 +37,9 @@ log = logging.getLogger("harness.daemon")
 class Daemon:
     """One gateway daemon serving one state dir."""
 
-    def __init__(self, config: Config, state_dir: Path) -> None:
+    def __init__(self, config: Config, state_dir: Path, config_path: Path | None = None) -> None:
         self.config = config
+        self.config_path = config_path
         self.paths = StatePaths(state_dir)
         self.intake = EventIntake()
         self.box = SnapshotBox()
@@ -49,6 +53,9 @@ class Daemon:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop = asyncio.Event()
         self._stop_reason = ""
+        self.reader = StoreReader(self.paths.db)
+        self._background: set[asyncio.Task[None]] = set()
+        self._reloading = asyncio.Lock()
 
     # ---------------------------------------------------------------- events
 
@@ -66,6 +73,8 @@ class Daemon:
 
     def _apply_snapshot(self, snapshot: RoutingSnapshot) -> None:
         for session in self.sessions:
+            if session.token and (identity := snapshot.identities.get(session.token)) is not None:
+                session.identity = identity
             session.replace_view(snapshot.view_for(session.identity))
 
     # ---------------------------------------------------------------- sessions
@@ -82,7 +91,11 @@ class Daemon:
             emit=self.emit,
             send=send,
             on_close=self.sessions.discard,
+            known=lambda name: name in self.box.current.known,
+            search=self.reader.search,
+            token=token if identity.harness else None,
         )
+        TOOL_SCHEMA_BYTES.labels(identity.harness or "").set(len(session.listing))
         self.emit(session_opened_event(session, "stdio-bridge"))
         return session
 
@@ -103,6 +116,8 @@ class Daemon:
                 },
                 "sessions": len(self.sessions),
             }
+        if command == "reload":
+            return await self.reload()
         raise ValueError(f"unknown control command {command!r}")
 
     def _list(self) -> list[dict[str, Any]]:
@@ -159,17 +174,20 @@ class Daemon:
                 config_files=tuple(map(str, self.config.files)),
             )
         )
-        cwd = self.config.files[0].parent if self.config.files else Path.cwd()
-        for name, up in self.config.upstreams.items():
-            self.links[name] = UpstreamLink(up, cwd=cwd, log_dir=self.paths.upstream_logs, emit=self.emit)
+        for up in self.config.upstreams.values():
+            self._new_link(up)
         async with anyio.create_task_group() as tg:
             for link in self.links.values():
                 tg.start_soon(link.start)
         with anyio.move_on_after(INIT_TIMEOUT_S):
             for link in self.links.values():
                 await link.first_attempt.wait()
-        # Barrier: the policy actor has folded every catalogue fetched so far.
+        # Barrier: the policy actor and the store (tool index) have every catalogue fetched so far.
         await ask(self._policy, _Barrier())
+        writer = self._writer
+        await asyncio.to_thread(lambda: writer.proxy().wait_flushed().get(timeout=30))
+        if self.config.mcp.metrics_listen:
+            serve_metrics(loopback_address(self.config.mcp.metrics_listen))
         self._server = await self._listen()
         self._spawner = HarnessSpawner(
             config=self.config,
@@ -177,13 +195,25 @@ class Daemon:
             log_dir=self.paths.harness_logs,
             policy=self._policy,
             emit=self.emit,
+            top_tools=self.reader.top_tools,
         )
         for cfg in self.config.harnesses.values():
             if cfg.autostart:
-                try:
-                    await self._spawner.spawn(cfg)
-                except OSError as exc:
-                    log.error("harness %s: cannot start %s: %s", cfg.name, cfg.argv[0], exc.strerror or exc)
+                await self._spawn(cfg)
+
+    def _new_link(self, upstream: UpstreamConfig) -> UpstreamLink:
+        """A link for an upstream table, registered under its name (runs in the config file's folder)."""
+        cwd = self.config.files[0].parent if self.config.files else Path.cwd()
+        link = UpstreamLink(upstream, cwd=cwd, log_dir=self.paths.upstream_logs, emit=self.emit)
+        self.links[upstream.name] = link
+        return link
+
+    async def _spawn(self, cfg: HarnessConfig) -> None:
+        assert self._spawner is not None
+        try:
+            await self._spawner.spawn(cfg)
+        except OSError as exc:
+            log.error("harness %s: cannot start %s: %s", cfg.name, cfg.argv[0], exc.strerror or exc)
 
     async def _listen(self) -> asyncio.AbstractServer:
         loop = asyncio.get_running_loop()
@@ -198,7 +228,53 @@ class Daemon:
         return server
 
     def _hangup(self) -> None:
-        log.warning("SIGHUP: configuration reload is not built yet; the running configuration stays")
+        task = asyncio.get_running_loop().create_task(self._reload_quietly())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _reload_quietly(self) -> None:
+        try:
+            await self.reload()
+        except Exception:  # noqa: S110 - reload() already said why; the running configuration stays
+            pass
+
+    async def reload(self) -> dict[str, Any]:
+        """Re-read the configuration; a bad one is refused and the running one stays.
+
+        Policies, tiers and each running harness's policy and allowance apply to live sessions at
+        once (sessions whose tool list changed get ``notifications/tools/list_changed``). Added
+        upstreams start, removed ones stop, changed ones restart; added autostart harnesses start,
+        removed ones stop. A changed harness table applies from its next spawn.
+        """
+        async with self._reloading:
+            try:
+                new = await asyncio.to_thread(load_config, self.config_path)
+            except ConfigError as exc:
+                log.error("reload refused, the running configuration stays: %s", exc)
+                raise
+            old, self.config = self.config, new
+            self.recorder.args_mode = new.mcp.call_log_args
+            assert self._policy is not None and self._spawner is not None
+            self._spawner.config = new
+            await ask(self._policy, ApplyConfig(new))
+            changed = await self._reconcile_upstreams(old, new)
+            for name, cfg in new.harnesses.items():
+                if name not in old.harnesses and cfg.autostart:
+                    await self._spawn(cfg)
+            gone = [n for n in old.harnesses if n not in new.harnesses]
+            await self._spawner.stop(gone)
+            log.info("configuration reloaded from %s", ", ".join(map(str, new.files)) or "(no files)")
+            return {"upstreams_changed": changed, "harnesses_stopped": gone}
+
+    async def _reconcile_upstreams(self, old: Config, new: Config) -> list[str]:
+        names = old.upstreams.keys() | new.upstreams.keys()
+        changed = sorted(n for n in names if old.upstreams.get(n) != new.upstreams.get(n))
+        stopping = [self.links.pop(n) for n in changed if n in self.links]
+        await asyncio.gather(*(link.stop() for link in stopping), return_exceptions=True)
+        for name in changed:
+            if name in new.upstreams:
+                await self._new_link(new.upstreams[name]).start()
+        return changed
 
     def request_stop(self, reason: str = "requested") -> None:
         """Begin a clean stop."""
@@ -219,6 +295,7 @@ class Daemon:
         self.emit(DaemonStopped(ts=time.time(), reason=self._stop_reason or "stopped"))
         if self._policy is not None:
             self._policy.stop()
+        await asyncio.to_thread(self.reader.close)
         if self._writer is not None:
             await asyncio.to_thread(self._writer.stop)
         log.debug("log flushed after %.3fs", time.perf_counter() - started)

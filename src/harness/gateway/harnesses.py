@@ -9,7 +9,7 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,8 +69,10 @@ class HarnessSpawner:
         log_dir: Path,
         policy: object,
         emit: Callable[[Event], None],
+        top_tools: Callable[[str, int], Awaitable[tuple[tuple[str, str], ...]]] | None = None,
     ) -> None:
-        self._config = config
+        self.config = config
+        self._top_tools = top_tools
         self._socket = socket_path
         self._log_dir = log_dir
         self._policy = policy
@@ -83,8 +85,11 @@ class HarnessSpawner:
         token = secrets.token_urlsafe(32)
         run_id = uuid.uuid4().hex
         trace_id = secrets.token_hex(16)
-        chash = config_hash(self._config, cfg.name)
-        policy = self._config.policy_for(cfg.name)
+        chash = config_hash(self.config, cfg.name)
+        policy = self.config.policy_for(cfg.name)
+        top: tuple[tuple[str, str], ...] = ()
+        if policy is not None and policy.exposure == "top_k" and self._top_tools is not None:
+            top = await self._top_tools(cfg.name, policy.top_k)
         identity = Identity(
             harness=cfg.name,
             run_id=run_id,
@@ -94,6 +99,7 @@ class HarnessSpawner:
             trace_id=trace_id,
             policy=policy.name if policy else "",
             allow=frozenset(cfg.mcp_allow),
+            top_tools=top,
         )
         await ask(self._policy, RegisterToken(token, identity))  # type: ignore[arg-type]
         own = parse_env_file(cfg.env_file) if cfg.env_file else {}
@@ -104,7 +110,7 @@ class HarnessSpawner:
             HARNESS_NAME=cfg.name,
             HARNESS_RUN_ID=run_id,
         )
-        workdir = cfg.workdir or (self._config.files[0].parent if self._config.files else Path.cwd())
+        workdir = cfg.workdir or (self.config.files[0].parent if self.config.files else Path.cwd())
         log = BoundedLog(self._log_dir / f"{cfg.name}.log")
         loop = asyncio.get_running_loop()
         try:
@@ -155,6 +161,11 @@ class HarnessSpawner:
         )
         proc.transport.close()
         log.close()
+
+    async def stop(self, names: list[str]) -> None:
+        """Stop the named harnesses (SIGTERM to each group, SIGKILL after a grace period)."""
+        running = [p for n, p in self.processes.items() if n in names and p.running]
+        await asyncio.gather(*(stop_group(p.pid, p.protocol.exited, term_after=0.0) for p in running))
 
     async def stop_all(self) -> None:
         """SIGTERM every running harness's process group, then SIGKILL what is left."""

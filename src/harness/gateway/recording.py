@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from harness.events import Event, Outcome, Tier, ToolCallCompleted
 from harness.gateway.redaction import canonical_json, redacted_args
-from harness.metrics import CALL_DURATION, CALLS
+from harness.metrics import CALL_DURATION, CALLS, RESPONSE_BYTES
 
 ArgsMode = Literal["redacted", "hash", "none"]
 
@@ -27,17 +27,21 @@ class CallRecorder:
 
     def __init__(self, emit: Callable[[Event], None], args_mode: ArgsMode) -> None:
         self._emit = emit
-        self._args_mode = args_mode
+        self.args_mode = args_mode
         self._tool_labels: dict[str, set[str]] = {}
-        self._metric_children: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
+        self._metric_children: dict[tuple[str, str, str, str], tuple[Any, Any, Any]] = {}
 
-    def _children(self, harness: str, upstream: str, tool: str, outcome: str) -> tuple[Any, Any]:
+    def _children(self, harness: str, upstream: str, tool: str, outcome: str) -> tuple[Any, Any, Any]:
         """The counter and histogram children for these labels (label lookups cost more than updates)."""
         key = (harness, upstream, tool, outcome)
         found = self._metric_children.get(key)
         if found is None:
             label = self._tool_label(upstream, tool)
-            found = (CALLS.labels(harness, upstream, label, outcome), CALL_DURATION.labels(upstream, label))
+            found = (
+                CALLS.labels(harness, upstream, label, outcome),
+                CALL_DURATION.labels(upstream, label),
+                RESPONSE_BYTES.labels(upstream, label),
+            )
             self._metric_children[key] = found
         return found
 
@@ -69,7 +73,7 @@ class CallRecorder:
         latency_s = now_perf - started
         ident = session.identity
         canonical = canonical_json(arguments)
-        stored_args = redacted_args(arguments, canonical) if self._args_mode == "redacted" else None
+        stored_args = redacted_args(arguments, canonical) if self.args_mode == "redacted" else None
         event = ToolCallCompleted(
             ts=time.time() - latency_s,
             session_id=session.session_id,
@@ -92,6 +96,7 @@ class CallRecorder:
             span_id=span_id,
         )
         self._emit(event)
-        calls, duration = self._children(ident.harness or "", upstream, tool, outcome)
+        calls, duration, sizes = self._children(ident.harness or "", upstream, tool, outcome)
         calls.inc()
         duration.observe(latency_s)
+        sizes.observe(response_bytes)

@@ -56,8 +56,10 @@ class DownstreamSession:
         on_close: Callable[[DownstreamSession], None] | None = None,
         known: Callable[[str], bool] = lambda _name: False,
         search: Searcher = _no_search,
+        token: str | None = None,
     ) -> None:
         self.session_id = os.urandom(8).hex()
+        self.token = token
         self.identity = identity
         self.view = view
         self.listing = session_listing(view, identity.top_tools)

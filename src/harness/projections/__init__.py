@@ -2,11 +2,19 @@
 
 from harness.projections.base import Projection, ProjectionVersionError, fold, install
 from harness.projections.call_log import CallLogProjection, iso_ms
+from harness.projections.tool_index import ToolHit, ToolIndexProjection
+from harness.projections.top_k import TopKProjection
+from harness.projections.upstreams import UpstreamsProjection
 
 
 def all_projections() -> tuple[Projection, ...]:
     """Every projection the gateway keeps, in fold order."""
-    projections: tuple[Projection, ...] = (CallLogProjection(),)
+    projections: tuple[Projection, ...] = (
+        CallLogProjection(),
+        TopKProjection(),
+        ToolIndexProjection(),
+        UpstreamsProjection(),
+    )
     return projections
 
 
@@ -14,6 +22,10 @@ __all__ = [
     "CallLogProjection",
     "Projection",
     "ProjectionVersionError",
+    "ToolHit",
+    "ToolIndexProjection",
+    "TopKProjection",
+    "UpstreamsProjection",
     "all_projections",
     "fold",
     "install",

@@ -9,12 +9,19 @@ import apsw
 
 from harness.events import Envelope
 
+REMOVED_TABLE = "temp.retention_removed"
+"""During a compaction step: the positions of the events that step deleted (``position`` column)."""
+
 
 class Projection(Protocol):
     """A fold of the event log into tables: a name, a schema version, the events it handles.
 
     ``apply`` receives, in position order, only the envelopes whose stored name is in ``handles``
-    and only issues SQL on the cursor; it runs inside the writer's transaction.
+    and only issues SQL on the cursor; it runs inside the writer's transaction. ``forget`` runs in a
+    retention step's transaction after the log lost the events older than ``before`` (a whole hour
+    of event time; their positions are in ``temp.retention_removed``): afterwards the tables must
+    equal a fold of the events that remain. ``tables`` lists every table ``ddl`` creates, so a
+    rebuild can drop them.
     """
 
     name: str
@@ -27,16 +34,22 @@ class Projection(Protocol):
         """Fold these envelopes into the projection's tables."""
         ...
 
+    def forget(self, cursor: apsw.Cursor, before: float) -> None:
+        """Drop what the events removed by retention contributed."""
+        ...
+
 
 class ProjectionVersionError(Exception):
     """A projection in the store has another schema version than the code: rebuild it by replay."""
 
 
-def install(conn: apsw.Connection, projections: Sequence[Projection]) -> int:
+def install(conn: apsw.Connection, projections: Sequence[Projection], *, rebuild: bool = True) -> int:
     """Create missing projection tables; return the lowest checkpoint (events after it need folding).
 
-    A projection stored at another version is an error naming it: projections are never migrated,
-    they are rebuilt by ``harness replay``.
+    A projection stored at another version than the code's is dropped and recreated empty at
+    checkpoint 0, so the writer's catch-up refolds it from the whole log (``rebuild``, the default):
+    projections are rebuilt by replay, never migrated. With ``rebuild=False`` that is an error
+    naming ``harness replay``.
     """
     lowest: int | None = None
     with conn:
@@ -44,6 +57,16 @@ def install(conn: apsw.Connection, projections: Sequence[Projection]) -> int:
             row = conn.execute(
                 "SELECT version, position FROM projection_checkpoints WHERE name = ?", (proj.name,)
             ).fetchone()
+            if row is not None and int(row[0]) != proj.version:
+                if not rebuild:
+                    raise ProjectionVersionError(
+                        f"projection {proj.name!r} is at version {row[0]} in the store, the code has "
+                        f"{proj.version}: rebuild with `harness replay --to NEW_FILE`"
+                    )
+                for table in reversed(proj.tables):
+                    conn.execute(f'DROP TABLE IF EXISTS "{table}"')
+                conn.execute("DELETE FROM projection_checkpoints WHERE name = ?", (proj.name,))
+                row = None
             if row is None:
                 conn.execute(proj.ddl)
                 conn.execute(
@@ -51,11 +74,6 @@ def install(conn: apsw.Connection, projections: Sequence[Projection]) -> int:
                     (proj.name, proj.version),
                 )
                 position = 0
-            elif int(row[0]) != proj.version:
-                raise ProjectionVersionError(
-                    f"projection {proj.name!r} is at version {row[0]} in the store, the code has "
-                    f"{proj.version}: rebuild with `harness replay --to NEW_FILE`"
-                )
             else:
                 position = int(row[1])
             lowest = position if lowest is None else min(lowest, position)
@@ -71,6 +89,7 @@ def fold(cursor: apsw.Cursor, projections: Sequence[Projection], envelopes: Sequ
     if not envelopes:
         return
     last = envelopes[-1].position
+    first = envelopes[0].position
     for proj in projections:
         done = cursor.execute(
             "SELECT position FROM projection_checkpoints WHERE name = ?", (proj.name,)
@@ -78,7 +97,11 @@ def fold(cursor: apsw.Cursor, projections: Sequence[Projection], envelopes: Sequ
         after = int(done[0]) if done else 0
         if after >= last:
             continue
-        mine = [e for e in envelopes if e.position > after and e.name in proj.handles]
+        handles = proj.handles
+        if after < first:
+            mine = [e for e in envelopes if e.name in handles]
+        else:
+            mine = [e for e in envelopes if e.position > after and e.name in handles]
         if mine:
             proj.apply(mine, cursor)
         cursor.execute("UPDATE projection_checkpoints SET position = ? WHERE name = ?", (last, proj.name))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 import apsw
 
@@ -57,15 +56,17 @@ CREATE TABLE call_log(
     span_id             TEXT    NOT NULL,
     session_id          TEXT    NOT NULL
 );
-CREATE INDEX call_log_ts ON call_log(ts);
-CREATE INDEX call_log_harness_ts ON call_log(harness, ts);
-CREATE INDEX call_log_upstream_tool ON call_log(upstream, tool);
+CREATE INDEX call_log_ts ON call_log(ts);                        -- harness calls --since
+CREATE INDEX call_log_harness_ts ON call_log(harness, ts);        -- per harness; top_k's window edges
+CREATE INDEX call_log_upstream_tool ON call_log(upstream, tool);  -- tool usage
+CREATE INDEX call_log_session ON call_log(session_id, position);  -- sessions, search hit rate
 """
 
 _INSERT = f"INSERT INTO call_log({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 
 
-_last_second: list[Any] = [None, ""]
+_last_second: list[tuple[int, str]] = [(-(2**62), "")]
+"""One (second, prefix) pair, replaced whole so threads never see half an update."""
 
 
 def iso_ms(ts: float) -> str:
@@ -78,18 +79,21 @@ def iso_ms(ts: float) -> str:
     elif micros < 0:
         second, micros = second - 1, micros + 1_000_000
     millis = micros // 1000
-    cache = _last_second
-    if cache[0] != second:
-        cache[0] = second
-        cache[1] = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
-    return f"{cache[1]}{millis:03d}Z"
+    cached_second, prefix = _last_second[0]
+    if cached_second != second:
+        prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
+        _last_second[0] = (second, prefix)
+    return f"{prefix}{millis:03d}Z"
 
 
 class CallLogProjection:
-    """Folds ``tool_call.completed`` events into ``call_log``."""
+    """Folds ``tool_call.completed`` events into ``call_log``.
+
+    Version 2 added the ``call_log_session`` index.
+    """
 
     name: str = "call_log"
-    version: int = 1
+    version: int = 2
     handles: frozenset[str] = frozenset({ToolCallCompleted.STORED_NAME})
     ddl: str = _DDL
     tables: tuple[str, ...] = ("call_log",)
@@ -125,3 +129,7 @@ class CallLogProjection:
                 )
             )
         cursor.executemany(_INSERT, rows)
+
+    def forget(self, cursor: apsw.Cursor, before: float) -> None:
+        """Delete the rows of the calls whose events retention removed."""
+        cursor.execute("DELETE FROM call_log WHERE position IN (SELECT position FROM temp.retention_removed)")

@@ -12,8 +12,16 @@ _INSERT = "INSERT INTO events(position, ts, name, version, correlation, data) VA
 
 
 def last_position(conn: apsw.Connection) -> int:
-    """The position of the newest stored event (0 for an empty log)."""
-    row = conn.execute("SELECT max(position) FROM events").fetchone()
+    """The highest position ever used: the newest stored event's, or a checkpoint's if higher.
+
+    Checkpoints count because retention may have deleted the newest events' neighbours (never the
+    compaction's own event, but a crash between compaction steps could leave the log short of its
+    checkpoints); a position is never reused.
+    """
+    row = conn.execute(
+        "SELECT max(coalesce((SELECT max(position) FROM events), 0),"
+        " coalesce((SELECT max(position) FROM projection_checkpoints), 0))"
+    ).fetchone()
     return int(row[0]) if row and row[0] is not None else 0
 
 

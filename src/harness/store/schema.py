@@ -8,9 +8,28 @@ from pathlib import Path
 import apsw
 
 STORE_FORMAT = "harness-store"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: the first release. 2: the DELETE trigger lets retention compaction through (see below)."""
 
-_LOG_DDL = """
+READABLE_VERSIONS = frozenset({1, 2})
+"""Schema versions a read-only connection accepts (they differ only in the writer's triggers)."""
+
+RETENTION_CUTOFF_KEY = "retention_cutoff"
+"""``store_meta`` key the compaction sets, inside its own transaction, to the cutoff it deletes below.
+
+The DELETE trigger refuses every deletion except of an event older than this cutoff while the key
+is present. The compaction removes the key before it commits, so no other transaction ever sees it.
+"""
+
+_REFUSE_DELETE = f"""
+CREATE TRIGGER IF NOT EXISTS events_refuse_delete BEFORE DELETE ON events
+WHEN NOT coalesce(
+    OLD.ts < (SELECT CAST(value AS REAL) FROM store_meta WHERE key = '{RETENTION_CUTOFF_KEY}'), 0)
+BEGIN SELECT RAISE(ABORT, 'the event log is append-only: DELETE refused'); END;
+"""
+
+_LOG_DDL = (
+    """
 CREATE TABLE IF NOT EXISTS store_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS events(
     position    INTEGER PRIMARY KEY,
@@ -23,40 +42,45 @@ CREATE TABLE IF NOT EXISTS events(
 CREATE INDEX IF NOT EXISTS events_ts ON events(ts);
 CREATE TRIGGER IF NOT EXISTS events_refuse_update BEFORE UPDATE ON events
 BEGIN SELECT RAISE(ABORT, 'the event log is append-only: UPDATE refused'); END;
-CREATE TRIGGER IF NOT EXISTS events_refuse_delete BEFORE DELETE ON events
-BEGIN SELECT RAISE(ABORT, 'the event log is append-only: DELETE refused'); END;
 CREATE TABLE IF NOT EXISTS projection_checkpoints(
     name     TEXT PRIMARY KEY,
     version  INTEGER NOT NULL,
     position INTEGER NOT NULL
 );
 """
+    + _REFUSE_DELETE
+)
+
+_MIGRATIONS = {
+    1: "DROP TRIGGER events_refuse_delete;" + _REFUSE_DELETE,
+}
+"""from version → SQL to the next version. Only the log's own schema migrates; projections rebuild."""
 
 
 class StoreError(Exception):
     """The store file is missing, not a Harness store, or of a schema this code does not understand."""
 
 
-def _check_identity(conn: apsw.Connection, path: Path) -> bool:
-    """True if ``conn`` is an initialised Harness store this code can use; False if it is empty."""
+def _check_identity(conn: apsw.Connection, path: Path, accepted: frozenset[int]) -> int:
+    """The schema version of an initialised Harness store this code can use; 0 if the file is empty."""
     try:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except apsw.NotADBError as exc:
         raise StoreError(f"{path}: not a SQLite database, so not a Harness store") from exc
     if not tables:
-        return False
+        return 0
     if "store_meta" not in tables:
         raise StoreError(f"{path}: not a Harness store (no store_meta table)")
     meta: dict[str, str] = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM store_meta")}
     if meta.get("format") != STORE_FORMAT:
         raise StoreError(f"{path}: not a Harness store (format {meta.get('format')!r})")
     version = int(meta.get("schema_version", "0"))
-    if version != SCHEMA_VERSION:
+    if version not in accepted:
         raise StoreError(
             f"{path}: store schema version {version}, this harness understands {SCHEMA_VERSION}; "
             "use a matching harness release or replay the log into a new store"
         )
-    return True
+    return version
 
 
 def open_for_writing(path: Path) -> apsw.Connection:
@@ -67,10 +91,15 @@ def open_for_writing(path: Path) -> apsw.Connection:
         os.close(fd)
     conn = apsw.Connection(str(path))
     conn.set_busy_timeout(5000)
-    initialised = _check_identity(conn, path)
+    version = _check_identity(conn, path, frozenset(_MIGRATIONS) | {SCHEMA_VERSION})
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    if not initialised:
+    while 0 < version < SCHEMA_VERSION:
+        with conn:
+            conn.execute(_MIGRATIONS[version])
+            version += 1
+            conn.execute("UPDATE store_meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+    if not version:
         with conn:
             conn.execute(_LOG_DDL)
             conn.execute(
@@ -86,6 +115,6 @@ def open_read_only(path: Path) -> apsw.Connection:
         raise StoreError(f"{path}: no store here (has the daemon ever run with this state dir?)")
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     conn.set_busy_timeout(5000)
-    if not _check_identity(conn, path):
+    if not _check_identity(conn, path, READABLE_VERSIONS):
         raise StoreError(f"{path}: empty file, not a Harness store")
     return conn

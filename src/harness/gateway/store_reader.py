@@ -1,0 +1,61 @@
+"""Reads of the store the live daemon needs (tool search, top-k), on one thread off the loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from harness.store import open_read_only
+
+
+class StoreReader:
+    """One read-only connection used from one worker thread; answers come back on the loop."""
+
+    def __init__(self, db: Path) -> None:
+        self._db = db
+        self._conn: apsw.Connection | None = None
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-reader")
+
+    def _connection(self) -> apsw.Connection:
+        if self._conn is None:
+            self._conn = open_read_only(self._db)
+        return self._conn
+
+    def search(
+        self, query: str, k: int, allowed: frozenset[str], done: Callable[[Any, BaseException | None], None]
+    ) -> None:
+        """Run a tool search; ``done(hits, error)`` is called on the loop."""
+        from harness.projections.tool_index import search
+
+        loop = asyncio.get_running_loop()
+
+        def work() -> None:
+            try:
+                hits = search(self._connection(), query, k=k, allowed=allowed)
+            except Exception as exc:  # the caller answers with an error, the daemon goes on
+                loop.call_soon_threadsafe(done, None, exc)
+            else:
+                loop.call_soon_threadsafe(done, hits, None)
+
+        self._pool.submit(work)
+
+    async def top_tools(self, harness: str, k: int) -> tuple[tuple[str, str], ...]:
+        """The (upstream, tool) pairs ``harness`` called most in the last 30 days of event time."""
+        from harness.projections.top_k import top_tools
+
+        def work() -> tuple[tuple[str, str], ...]:
+            return tuple(top_tools(self._connection(), harness, k))
+
+        return await asyncio.get_running_loop().run_in_executor(self._pool, work)
+
+    def close(self) -> None:
+        """Stop the worker and close the connection."""
+        self._pool.shutdown(wait=True)
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

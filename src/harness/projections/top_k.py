@@ -1,0 +1,157 @@
+"""The ``top_k`` projection: per harness, the tools it called most, kept as hourly counts.
+
+``top_k_hourly`` holds, per (harness, hour of event time, upstream, tool), how many calls counted
+and the position of the latest. ``top_tools`` sums the whole hours inside the window and counts the
+two partial hours at its edges exactly from ``call_log``, so the window is exact to the event.
+
+What counts: calls with outcome ``ok`` or ``tool_error`` (the tool ran; a tool error is still the
+agent choosing that tool), by an attributed harness, to an upstream tool. Gateway and facade tools
+(upstream ``harness``) and calls that never reached a tool (denied, unknown, circuit open, timeout,
+upstream error, cancelled) do not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import apsw
+
+from harness.events import Envelope, ToolCallCompleted
+
+COUNTED_OUTCOMES: tuple[str, ...] = ("ok", "tool_error")
+GATEWAY_UPSTREAM = "harness"
+HOUR = 3600.0
+
+_DDL = """
+CREATE TABLE top_k_hourly(
+    harness       TEXT    NOT NULL,
+    hour          INTEGER NOT NULL,  -- floor(ts / 3600) of event time
+    upstream      TEXT    NOT NULL,
+    tool          TEXT    NOT NULL,
+    calls         INTEGER NOT NULL,
+    last_position INTEGER NOT NULL,  -- the latest counted call's event position
+    PRIMARY KEY (harness, hour, upstream, tool)
+) WITHOUT ROWID;
+"""
+
+_UPSERT = """
+INSERT INTO top_k_hourly(harness, hour, upstream, tool, calls, last_position) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT(harness, hour, upstream, tool) DO UPDATE SET
+    calls = calls + excluded.calls,
+    last_position = max(last_position, excluded.last_position)
+"""
+
+
+class TopKProjection:
+    """Folds ``tool_call.completed`` events into hourly call counts per harness and tool."""
+
+    name: str = "top_k"
+    version: int = 1
+    handles: frozenset[str] = frozenset({ToolCallCompleted.STORED_NAME})
+    ddl: str = _DDL
+    tables: tuple[str, ...] = ("top_k_hourly",)
+
+    def apply(self, envelopes: Sequence[Envelope], cursor: apsw.Cursor) -> None:
+        """Add the batch's counted calls to their hourly buckets (one upsert per bucket)."""
+        buckets: dict[tuple[str, int, str, str], list[int]] = {}
+        for env in envelopes:
+            ev = env.event
+            assert isinstance(ev, ToolCallCompleted)
+            if ev.harness is None or ev.outcome not in COUNTED_OUTCOMES or ev.upstream == GATEWAY_UPSTREAM:
+                continue
+            key = (ev.harness, math.floor(ev.ts / HOUR), ev.upstream, ev.tool)
+            bucket = buckets.get(key)
+            if bucket is None:
+                buckets[key] = [1, env.position]
+            else:
+                bucket[0] += 1
+                bucket[1] = max(bucket[1], env.position)
+        if buckets:
+            cursor.executemany(_UPSERT, [(*key, n, last) for key, (n, last) in buckets.items()])
+
+    def forget(self, cursor: apsw.Cursor, before: float) -> None:
+        """Drop the hours before ``before`` (a whole hour: those buckets lost every call)."""
+        cursor.execute("DELETE FROM top_k_hourly WHERE hour < ?", (math.floor(before / HOUR),))
+
+
+def newest_ts(conn: apsw.Connection) -> float | None:
+    """Event time of the newest event in the log (None for an empty log)."""
+    row = conn.execute("SELECT max(ts) FROM events").fetchone()
+    return float(row[0]) if row and row[0] is not None else None
+
+
+def top_tools(
+    conn: apsw.Connection,
+    harness: str,
+    k: int,
+    *,
+    as_of: float | None = None,
+    window_days: float = 30,
+) -> list[tuple[str, str]]:
+    """The (upstream, tool) pairs ``harness`` called most in [as_of - window, as_of] of event time.
+
+    ``as_of`` None means the newest event's time. Ties go to the more recently called tool (higher
+    position), then by upstream and tool name. See the module docstring for what counts.
+    """
+    return [(up, tool) for up, tool, _n in tool_counts(conn, harness, k, as_of=as_of, window_days=window_days)]
+
+
+def tool_counts(
+    conn: apsw.Connection,
+    harness: str,
+    k: int | None = None,
+    *,
+    as_of: float | None = None,
+    window_days: float = 30,
+) -> list[tuple[str, str, int]]:
+    """Like :func:`top_tools`, with each tool's call count; ``k`` None gives every tool."""
+    if k is not None and k <= 0:
+        return []
+    hi = newest_ts(conn) if as_of is None else as_of
+    if hi is None:
+        return []
+    lo = hi - window_days * 86400.0
+    totals: dict[tuple[str, str], list[int]] = {}
+
+    def add(rows: apsw.Cursor) -> None:
+        for upstream, tool, calls, last in rows:
+            entry = totals.setdefault((upstream, tool), [0, 0])
+            entry[0] += int(calls)
+            entry[1] = max(entry[1], int(last))
+
+    first_full = math.ceil(lo / HOUR)  # hours wholly inside [lo, hi]
+    last_full = math.floor(hi / HOUR) - 1
+    if first_full <= last_full:
+        add(
+            conn.execute(
+                "SELECT upstream, tool, sum(calls), max(last_position) FROM top_k_hourly"
+                " WHERE harness = ? AND hour BETWEEN ? AND ? GROUP BY upstream, tool",
+                (harness, first_full, last_full),
+            )
+        )
+        edges = [(lo, first_full * HOUR, False), ((last_full + 1) * HOUR, hi, True)]
+    else:
+        edges = [(lo, hi, True)]
+    for start, end, closed in edges:
+        add(_exact(conn, harness, start, end, closed))
+    ranked = sorted(totals.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
+    if k is not None:
+        ranked = ranked[:k]
+    return [(up, tool, n) for (up, tool), (n, _last) in ranked]
+
+
+def _exact(conn: apsw.Connection, harness: str, start: float, end: float, closed: bool) -> apsw.Cursor:
+    """Counted calls of ``harness`` with event time in [start, end) (or [start, end]), from call_log."""
+    from harness.projections.call_log import iso_ms
+
+    upper = "<=" if closed else "<"
+    return conn.execute(
+        "SELECT c.upstream, c.tool, count(*), max(c.position) FROM call_log AS c"
+        " JOIN events AS e ON e.position = c.position"
+        " WHERE c.harness = ? AND c.ts >= ? AND c.ts <= ?"  # the index narrows (text, 1 ms slack) ...
+        f" AND e.ts >= ? AND e.ts {upper} ?"  # ... and event time decides
+        " AND c.outcome IN ('ok', 'tool_error') AND c.upstream != 'harness'"
+        " GROUP BY c.upstream, c.tool",
+        (harness, iso_ms(start - 0.001), iso_ms(end + 0.001), start, end),
+    )

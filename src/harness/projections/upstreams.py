@@ -1,0 +1,116 @@
+"""The ``upstreams`` projection: the current state of each upstream, one row each.
+
+States: ``starting`` (process spawned, no catalogue yet), ``up`` (initialize and tools/list
+answered), ``restarting`` (it exited on its own; the daemon restarts it after ``restart_delay``),
+``stopped`` (the daemon stopped it, or the daemon itself (re)started and has not started it yet).
+``failed`` is reserved for supervision that gives up (issue 4). ``breaker`` is ``closed`` until
+breaker events exist.
+
+To extend: add the stored name to ``handles`` and a method to ``_HANDLERS``; each handler gets one
+event and issues SQL. Events are applied one at a time, in order, so a handler may read the row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import apsw
+
+from harness.events import (
+    DaemonStarted,
+    Envelope,
+    Event,
+    ToolCatalogFetched,
+    UpstreamExited,
+    UpstreamStarted,
+)
+
+_DDL = """
+CREATE TABLE upstreams(
+    upstream         TEXT PRIMARY KEY,
+    state            TEXT    NOT NULL,  -- starting | up | restarting | failed | stopped
+    pid              INTEGER,           -- the current (or last) process
+    restarts         INTEGER NOT NULL,  -- starts that followed an exit the daemon did not ask for
+    last_exit_code   INTEGER,
+    tool_count       INTEGER,           -- from the latest catalogue
+    protocol_version TEXT,              -- from the latest catalogue
+    breaker          TEXT    NOT NULL,  -- closed | open | half_open
+    updated_ts       REAL    NOT NULL   -- event time of the latest change
+);
+"""
+
+_ENSURE = (
+    "INSERT INTO upstreams(upstream, state, restarts, breaker, updated_ts)"
+    " VALUES (?, 'stopped', 0, 'closed', ?) ON CONFLICT(upstream) DO NOTHING"
+)
+
+
+def _started(cursor: apsw.Cursor, ev: Event) -> None:
+    assert isinstance(ev, UpstreamStarted)
+    cursor.execute(_ENSURE, (ev.upstream, ev.ts))
+    cursor.execute(
+        "UPDATE upstreams SET restarts = restarts + (state = 'restarting'), state = 'starting',"
+        " pid = ?, updated_ts = ? WHERE upstream = ?",
+        (ev.pid, ev.ts, ev.upstream),
+    )
+
+
+def _catalog(cursor: apsw.Cursor, ev: Event) -> None:
+    assert isinstance(ev, ToolCatalogFetched)
+    cursor.execute(_ENSURE, (ev.upstream, ev.ts))
+    cursor.execute(
+        "UPDATE upstreams SET state = 'up', tool_count = ?, protocol_version = ?, updated_ts = ?"
+        " WHERE upstream = ?",
+        (ev.tool_count, ev.protocol_version, ev.ts, ev.upstream),
+    )
+
+
+def _exited(cursor: apsw.Cursor, ev: Event) -> None:
+    assert isinstance(ev, UpstreamExited)
+    cursor.execute(_ENSURE, (ev.upstream, ev.ts))
+    cursor.execute(
+        "UPDATE upstreams SET state = ?, pid = ?, last_exit_code = ?, updated_ts = ? WHERE upstream = ?",
+        ("stopped" if ev.reason == "stopped" else "restarting", ev.pid, ev.returncode, ev.ts, ev.upstream),
+    )
+
+
+def _daemon_started(cursor: apsw.Cursor, ev: Event) -> None:
+    assert isinstance(ev, DaemonStarted)
+    # A new daemon runs nothing yet (the previous one may have been killed without a word).
+    cursor.execute("UPDATE upstreams SET state = 'stopped', updated_ts = ?", (ev.ts,))
+
+
+_HANDLERS: dict[str, Callable[[apsw.Cursor, Event], None]] = {
+    UpstreamStarted.STORED_NAME: _started,
+    ToolCatalogFetched.STORED_NAME: _catalog,
+    UpstreamExited.STORED_NAME: _exited,
+    DaemonStarted.STORED_NAME: _daemon_started,
+}
+
+
+class UpstreamsProjection:
+    """Folds upstream lifecycle events into one row of current state per upstream."""
+
+    name: str = "upstreams"
+    version: int = 1
+    handles: frozenset[str] = frozenset(_HANDLERS)
+    ddl: str = _DDL
+    tables: tuple[str, ...] = ("upstreams",)
+
+    def apply(self, envelopes: Sequence[Envelope], cursor: apsw.Cursor) -> None:
+        """Apply each event in order."""
+        for env in envelopes:
+            _HANDLERS[env.name](cursor, env.event)
+
+    def forget(self, cursor: apsw.Cursor, before: float) -> None:
+        """Refold from the events that remain (few: lifecycle events, not calls)."""
+        from harness.store.log import to_envelope
+
+        cursor.execute("DELETE FROM upstreams")
+        names = sorted(self.handles)
+        rows = cursor.execute(
+            "SELECT position, ts, name, version, correlation, data FROM events"
+            f" WHERE name IN ({', '.join('?' * len(names))}) ORDER BY position",
+            names,
+        ).fetchall()
+        self.apply([to_envelope(r) for r in rows], cursor)
