@@ -69,12 +69,10 @@ _FTS_DELETE_UPSTREAM = (
     " FROM tool_index WHERE upstream = ?"
 )
 _INSERT = (
-    "INSERT INTO tool_index(name, upstream, tool, description, input_schema, "
-    f"{_COLS}, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO tool_index(name, upstream, tool, description, input_schema,"
+    " tool_words, upstream_words, params, param_docs, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_FTS_INSERT = (
-    f"INSERT INTO tool_fts(rowid, {_COLS}) SELECT rowid, {_COLS} FROM tool_index WHERE upstream = ?"
-)
+_FTS_INSERT = f"INSERT INTO tool_fts(rowid, {_COLS}) SELECT rowid, {_COLS} FROM tool_index WHERE upstream = ?"
 
 _HUMPS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=[0-9])")
 _NON_WORD = re.compile(r"[\W_]+")
@@ -161,7 +159,6 @@ def index_row(row: ToolRow, position: int) -> tuple[Any, ...]:
         json.dumps(row.input_schema, ensure_ascii=False, separators=(",", ":")),
         _name_text(row.tool),
         " ".join(split_words(row.upstream)),
-        row.description,
         params,
         param_docs,
         position,
@@ -209,12 +206,11 @@ class ToolHit:
     score: float
 
 
-STOPWORDS = frozenset(
-    """a an the and or but of to in on at by for with from into onto about as via is are was were be
-    been do does did how i me my we our us you your it its this that these those what which who whom
-    can could should would will shall may might must please want need some any all there here then
-    than so such just also very let lets way thing things tool tools""".split()
-)
+_STOPWORDS_TEXT = """a an the and or but of to in on at by for with from into onto about as via is are was
+were be been do does did how i me my we our us you your it its this that these those what which who
+whom can could should would will shall may might must please want need some any all there here then
+than so such just also very let lets way thing things tool tools"""
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 """Words dropped from a query (unless nothing else is left): they match everywhere and rank noise."""
 
 MAX_QUERY_WORDS = 32
@@ -264,8 +260,8 @@ def search(
         return []
     order = "rank" if weights is None else f"bm25(tool_fts, {', '.join(str(float(w)) for w in weights)})"
     sql = (
-        f"SELECT {_HIT_COLUMNS}, {order} AS score FROM tool_fts JOIN tool_index AS t ON t.rowid = tool_fts.rowid"
-        " WHERE tool_fts MATCH ?"
+        f"SELECT {_HIT_COLUMNS}, {order} AS score"
+        " FROM tool_fts JOIN tool_index AS t ON t.rowid = tool_fts.rowid WHERE tool_fts MATCH ?"
     )
     args: list[Any] = [match_expression(words)]
     if allowed is not None:

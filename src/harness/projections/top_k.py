@@ -94,7 +94,9 @@ def top_tools(
     ``as_of`` None means the newest event's time. Ties go to the more recently called tool (higher
     position), then by upstream and tool name. See the module docstring for what counts.
     """
-    return [(up, tool) for up, tool, _n in tool_counts(conn, harness, k, as_of=as_of, window_days=window_days)]
+    return [
+        (up, tool) for up, tool, _n in tool_counts(conn, harness, k, as_of=as_of, window_days=window_days)
+    ]
 
 
 def tool_counts(
