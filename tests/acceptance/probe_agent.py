@@ -26,18 +26,53 @@ async def run(args: argparse.Namespace) -> dict:
     harness = shutil.which("harness")
     command, cmd_args = (harness, ["mcp"]) if harness else (sys.executable, ["-m", "harness", "mcp"])
     params = StdioServerParameters(command=command, args=cmd_args, env=env)
-    out: dict = {"env_token": bool(os.environ.get("HARNESS_MCP_TOKEN"))}
-    async with Client(params, mode="legacy") as client:
+    out: dict = {"env_token": bool(os.environ.get("HARNESS_MCP_TOKEN")), "steps": []}
+    changed = anyio.Event()
+
+    async def on_message(message) -> None:
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            changed.set()
+
+    async with Client(params, mode="legacy", message_handler=on_message, cache=None) as client:
         out["protocol"] = client.protocol_version
         tools = await client.list_tools()
         out["tools"] = [t.name for t in tools.tools]
         if args.tool:
-            try:
-                result = await client.call_tool(args.tool, json.loads(args.arguments))
-                out["result"] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-            except Exception as exc:
-                out["error"] = str(exc)
+            out.update(await call(client, args.tool, json.loads(args.arguments)))
+        for step in json.loads(args.steps) if args.steps else []:
+            out["steps"].append(await run_step(client, step, changed))
     return out
+
+
+async def call(client: Client, name: str, arguments: dict) -> dict:
+    try:
+        result = await client.call_tool(name, arguments)
+        return {"result": result.model_dump(mode="json", by_alias=True, exclude_none=True)}
+    except Exception as exc:  # recorded for the test to check
+        return {"error": str(exc)}
+
+
+async def run_step(client: Client, step: dict, changed: anyio.Event) -> dict:
+    """One scripted step: list, call, wait for a file (sync with the test), wait for list_changed."""
+    op = step["op"]
+    if op == "list":
+        return {"tools": [t.name for t in (await client.list_tools()).tools]}
+    if op == "call":
+        return await call(client, step["name"], step.get("arguments", {}))
+    if op == "touch":
+        with open(step["path"], "w"):
+            pass
+        return {"ok": True}
+    if op == "wait_file":
+        with anyio.fail_after(step.get("timeout", 30)):
+            while not os.path.exists(step["path"]):
+                await anyio.sleep(0.05)
+        return {"ok": True}
+    if op == "wait_list_changed":
+        with anyio.move_on_after(step.get("timeout", 15)):
+            await changed.wait()
+        return {"changed": changed.is_set()}
+    raise ValueError(op)
 
 
 def main() -> None:
@@ -48,6 +83,7 @@ def main() -> None:
     ap.add_argument("--drop-token", action="store_true")
     ap.add_argument("--tool", default=None)
     ap.add_argument("--arguments", default="{}")
+    ap.add_argument("--steps", default=None, help="a JSON list of steps (see run_step)")
     args = ap.parse_args()
     if args.protocol:
         client_session.LATEST_HANDSHAKE_VERSION = (

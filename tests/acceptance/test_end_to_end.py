@@ -113,6 +113,7 @@ def test_a_client_at_each_handshake_revision_lists_and_calls_through_the_gateway
     out = read_out(out_file)
     assert out["protocol"] == revision
     assert out["result"]["structuredContent"] == {"sum": 3.0}
+
     def negotiated():
         conn = apsw.Connection(str(daemon.db), flags=apsw.SQLITE_OPEN_READONLY)
         rows = conn.execute("SELECT data FROM events WHERE name = 'session.initialized'").fetchall()

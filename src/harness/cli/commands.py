@@ -28,6 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--calls", type=int, default=5, help="calls each demo agent makes (default 5)")
     listing = sub.add_parser("list", help="the harnesses of the running daemon", epilog=_GLOBAL_HELP)
     listing.add_argument("--json", action="store_true", help="a JSON array")
+    sub.add_parser("reload", help="make the running daemon re-read its configuration", epilog=_GLOBAL_HELP)
     calls = sub.add_parser("calls", help="the call log, read from the store", epilog=_GLOBAL_HELP)
     calls.add_argument("--harness", help="only this harness's calls")
     calls.add_argument("--since", help="a duration (90s, 15m, 2h, 7d) or an ISO-8601 time")
@@ -152,6 +153,16 @@ def _cmd_replay(ns: argparse.Namespace, g: Globals) -> int:
     return 0
 
 
+def _cmd_reload(ns: argparse.Namespace, g: Globals) -> int:
+    from harness.cli.common import control_request
+
+    result = control_request(g.paths, "reload", timeout=120.0)
+    changed = ", ".join(result["upstreams_changed"]) or "none"
+    stopped = ", ".join(result["harnesses_stopped"]) or "none"
+    print(f"reloaded; upstreams restarted or changed: {changed}; harnesses stopped: {stopped}")
+    return 0
+
+
 def _cmd_demo(ns: argparse.Namespace, g: Globals) -> int:
     from harness.demo.run import run_demo
 
@@ -171,4 +182,5 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace, Globals], int]] = {
     "list": _cmd_list,
     "calls": _cmd_calls,
     "replay": _cmd_replay,
+    "reload": _cmd_reload,
 }

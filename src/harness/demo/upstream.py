@@ -46,10 +46,13 @@ TOOLS = [
     _tool("fail", "Always fails with the given message, as a tool error.", {"message": _STR}, read_only=True),
 ]
 
+LONG_TOOL_NAME = "summarize_every_open_issue_and_pull_request_in_the_repositor"
+
 TEST_TOOLS = [
     _tool("sleep", "Sleep for ms milliseconds, then answer.", {"ms": _NUM}, read_only=True),
     _tool("crash", "Exit the server process at once (test fixture).", {}, read_only=True),
     _tool("env_keys", "The names of the server's environment variables.", {}, read_only=True),
+    _tool(LONG_TOOL_NAME, "A tool whose name is 60 characters long (naming tests).", {}, read_only=True),
     _tool("delete_note", "Delete a note (no readOnlyHint: a write tool).", {"title": _STR}, read_only=False),
 ]
 
@@ -91,6 +94,8 @@ def build_server(test_tools: bool) -> Server[Any]:
             os._exit(3)
         if test_tools and name == "env_keys":
             return _text(" ".join(sorted(os.environ)))
+        if test_tools and name == LONG_TOOL_NAME:
+            return _text(f"{len(name)} characters")
         if test_tools and name == "delete_note":
             notes.pop(str(args.get("title", "")), None)
             return _text("deleted")
