@@ -2,6 +2,9 @@
 
 from harness.events.base import Envelope, Event, correlation_of, event_class, registered, stored
 from harness.events.catalog import (
+    CircuitClosed,
+    CircuitOpened,
+    ConfigReloaded,
     DaemonStarted,
     DaemonStopped,
     HarnessExited,
@@ -14,12 +17,17 @@ from harness.events.catalog import (
     Tier,
     ToolCallCompleted,
     ToolCatalogFetched,
+    ToolSearchCompleted,
     UpstreamExited,
     UpstreamStarted,
+    UpstreamStateChanged,
 )
 from harness.events.codec import decode, encode
 
 __all__ = [
+    "CircuitClosed",
+    "CircuitOpened",
+    "ConfigReloaded",
     "DaemonStarted",
     "DaemonStopped",
     "Envelope",
@@ -34,8 +42,10 @@ __all__ = [
     "Tier",
     "ToolCallCompleted",
     "ToolCatalogFetched",
+    "ToolSearchCompleted",
     "UpstreamExited",
     "UpstreamStarted",
+    "UpstreamStateChanged",
     "correlation_of",
     "decode",
     "encode",

@@ -273,3 +273,94 @@ class RetentionCompacted(Event):
 
     seconds: float
     """Wall time the compaction took, all its steps together."""
+
+
+@stored
+class ToolSearchCompleted(Event):
+    """A ``search_tools`` call answered: the query and the tools it returned, best first.
+
+    Recorded beside the call's own ``tool_call.completed`` row so that evals can ask whether the
+    tool a session called next was among the results (the search hit rate).
+    """
+
+    STORED_NAME = "tool_search.completed"
+    session_id: str
+    """The downstream session that searched."""
+
+    harness: str | None
+    """The token's owner; null when unattributed."""
+
+    run_id: str | None
+    """The owner's run; null when unattributed."""
+
+    query: str
+    """The query as the agent sent it."""
+
+    k: int
+    """How many results the agent asked for (after the gateway's default and cap)."""
+
+    results: tuple[str, ...]
+    """The exposed names returned, best first (only tools the session's policy allows)."""
+
+    latency_ms: float
+    """Time the search took, in milliseconds."""
+
+
+@stored
+class UpstreamStateChanged(Event):
+    """An upstream's supervision state changed (starting, up, restarting, failed, stopped)."""
+
+    STORED_NAME = "upstream.state_changed"
+    upstream: str
+    """The upstream key."""
+
+    state: Literal["starting", "up", "restarting", "failed", "stopped"]
+    """The new state. `failed`: it restarted too often; calls fail fast until a restart or reload."""
+
+    restarts: int
+    """Restarts since the backoff was last reset."""
+
+    delay_s: float | None
+    """For `restarting`: seconds until the next start."""
+
+    reason: str
+    """Why: `initialized`, `exited`, `flapping`, `restart requested`, `reload`, `daemon stopping`."""
+
+
+@stored
+class CircuitOpened(Event):
+    """An upstream's breaker opened: calls fail fast with `circuit_open` for the cooldown."""
+
+    STORED_NAME = "circuit.opened"
+    upstream: str
+    """The upstream key."""
+
+    failures: int
+    """Consecutive transport errors and timeouts that opened it."""
+
+    cooldown_s: float
+    """Seconds before one probe call may try the upstream again."""
+
+
+@stored
+class CircuitClosed(Event):
+    """An upstream's breaker closed: a probe call succeeded."""
+
+    STORED_NAME = "circuit.closed"
+    upstream: str
+    """The upstream key."""
+
+
+@stored
+class ConfigReloaded(Event):
+    """The daemon re-read its configuration and applied it to live sessions."""
+
+    STORED_NAME = "config.reloaded"
+    config_files: tuple[str, ...]
+    """The configuration files read, in order."""
+
+    upstreams_changed: tuple[str, ...]
+    """Upstream keys added, removed or changed (restarted)."""
+
+    harnesses_stopped: tuple[str, ...]
+    """Harnesses stopped because their table was removed."""
