@@ -17,6 +17,7 @@ _NEXT_STEP = {
     "upstream_error": "The upstream failed during the call; retry once, then report it to the operator.",
     "upstream_unavailable": "The upstream is down or restarting; retry later.",
     "timeout": "The call took longer than the upstream's timeout; retry with a smaller request.",
+    "circuit_open": "Calls to this upstream fail fast for a while; retry after its cooldown.",
 }
 
 
@@ -26,6 +27,7 @@ class CallInflight:
     __slots__ = (
         "arguments",
         "downstream_id",
+        "probe",
         "progress_token",
         "route",
         "session",
@@ -54,6 +56,7 @@ class CallInflight:
         self.started = started
         self.span_id = os.urandom(8).hex()
         self.timer: asyncio.TimerHandle | None = None
+        self.probe = False
 
     def _finish(self, outcome: Outcome, reason: str | None, response_bytes: int) -> None:
         if self.timer is not None:
@@ -93,7 +96,7 @@ class CallInflight:
         """The gateway ends the call with a structured error (crash, transport error, deadline)."""
         line = jsonrpc.gateway_error(self.downstream_id, reason, detail, _NEXT_STEP[reason])
         self.session.send(line)
-        outcome: Outcome = "timeout" if reason == "timeout" else "upstream_error"
+        outcome: Outcome = jsonrpc.OUTCOME_OF_REASON[reason]  # type: ignore[assignment]
         self._finish(outcome, reason, len(line))
 
     def cancelled(self) -> None:

@@ -213,7 +213,7 @@ class DownstreamSession:
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         call = CallInflight(self, request_id, link.new_call_id(), route, arguments, token, started)
         self.calls[request_id] = (link, call.upstream_id)
-        link.forward_call(call, message, params)
+        link.submit(call, message, params)
 
     def _search_tools(self, request_id: Any, arguments: dict[str, Any], started: float) -> None:
         query = arguments.get("query")
@@ -288,8 +288,14 @@ class DownstreamSession:
             detail = f"{name!r} is a write tool and this harness may only call read tools"
             step = "Ask the operator to add 'write' to this harness's mcp_allow, or use a read tool."
         else:
-            detail = f"the upstream of {name!r} is down or restarting"
-            step = "Its tools stay listed; retry in a few seconds."
+            link = self._links.get(route.upstream)
+            state = link.state if link is not None else "gone"
+            if state == "failed":
+                detail = f"the upstream of {name!r} failed after restarting too often"
+                step = "Its tools stay listed; the operator must run `harness restart` or reload."
+            else:
+                detail = f"the upstream of {name!r} is {state}"
+                step = "Its tools stay listed; retry in a few seconds."
         line = jsonrpc.gateway_error(request_id, reason, detail, step)
         self.send(line)
         upstream, _, tool = name.partition("__")

@@ -1,0 +1,112 @@
+"""UpstreamActor: owns one upstream's supervision state and decides restarts (supervision.py)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pykka
+from pydantic import BaseModel, ConfigDict
+
+from harness.actors.asking import AnswersAsks
+from harness.actors.supervision import Decision, SupervisorState, UpstreamStatus, exited, initialized, reset
+from harness.events import Event, UpstreamStateChanged
+
+
+@dataclass(frozen=True, slots=True)
+class Initialized:
+    """Fact: the upstream answered its handshake at monotonic time ``at``."""
+
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Exited:
+    """Fact: the upstream's process ended or its session dropped, at monotonic time ``at``."""
+
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Restarted:
+    """Command: forget the history and start again (``harness restart``, a reload)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """Fact: the daemon stopped the upstream for good."""
+
+
+class UpstreamStatistics(BaseModel):
+    """The upstream's supervision state."""
+
+    model_config = ConfigDict(frozen=True)
+
+    upstream: str
+    status: UpstreamStatus
+    restarts: int
+
+
+class UpstreamActor(AnswersAsks, pykka.ThreadingActor):
+    """Single owner of an upstream's restart history; answers ``Exited`` with a :class:`Decision`."""
+
+    def __init__(
+        self,
+        upstream: str,
+        restart_delay: float,
+        emit: Callable[[Event], None],
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        super().__init__()
+        self._upstream = upstream
+        self._delay = restart_delay
+        self._emit = emit
+        self._rng = rng
+        self._state = SupervisorState()
+
+    def _changed(self, status: UpstreamStatus, reason: str, delay: float | None = None) -> None:
+        self._emit(
+            UpstreamStateChanged(
+                ts=time.time(),
+                upstream=self._upstream,
+                state=status,
+                restarts=self._state.attempt,
+                delay_s=None if delay is None else round(delay, 3),
+                reason=reason,
+            )
+        )
+
+    def handle(self, message: Any) -> Any:
+        """Facts and commands; ``Exited`` is answered with the decision."""
+        if isinstance(message, Initialized):
+            self._state = initialized(self._state, message.at)
+            self._changed("up", "initialized")
+            return None
+        if isinstance(message, Exited):
+            decision: Decision = exited(self._state, message.at, self._delay, self._rng)
+            self._state = decision.state
+            if decision.delay is None:
+                self._changed("failed", "flapping")
+            else:
+                self._changed("restarting", "exited", decision.delay)
+            return decision
+        if isinstance(message, Restarted):
+            self._state = reset()
+            self._changed("starting", message.reason)
+            return None
+        if isinstance(message, Stopped):
+            self._state = SupervisorState(status="stopped")
+            self._changed("stopped", "daemon stopping")
+            return None
+        raise TypeError(f"unhandled message {message!r}")
+
+    def statistics(self) -> UpstreamStatistics:
+        """The current supervision state."""
+        return UpstreamStatistics(
+            upstream=self._upstream, status=self._state.status, restarts=self._state.attempt
+        )

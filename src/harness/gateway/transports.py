@@ -1,0 +1,229 @@
+"""How a link reaches its upstream: a supervised stdio child, or one Streamable HTTP client session.
+
+A transport delivers each incoming message, parsed once, to ``on_message`` and reports the end of
+the connection once to ``on_closed(returncode, reason)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.config import UpstreamConfig, resolve_upstream_env, resolve_upstream_headers
+from harness.gateway import jsonrpc
+from harness.gateway.processes import BoundedLog, minimal_env, signal_group, stop_group
+
+log = logging.getLogger(__name__)
+
+MAX_LINE_BYTES = 64 << 20
+"""The longest message accepted from a stdio upstream; past it the upstream is stopped."""
+
+OnMessage = Callable[[dict[str, Any]], None]
+OnClosed = Callable[[int | None, str], None]
+
+
+class Transport(Protocol):
+    """What a link needs of a connection to its upstream."""
+
+    pid: int
+
+    async def open(self) -> None:
+        """Connect (spawn); raise on failure."""
+        ...
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Send one message (dropped if the connection is gone)."""
+        ...
+
+    def abort(self) -> None:
+        """Drop the connection at once (protocol violation, failed start)."""
+        ...
+
+    async def close(self) -> None:
+        """Close for good, politely first."""
+        ...
+
+
+class _ChildProtocol(asyncio.SubprocessProtocol):
+    def __init__(self, child: StdioChild) -> None:
+        self.child = child
+        self.exited = asyncio.Event()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            self.child.stdout_received(data)
+        else:
+            self.child.log.write(data)
+
+    def process_exited(self) -> None:
+        self.exited.set()
+        self.child.process_exited()
+
+
+class StdioChild:
+    """An upstream process in its own process group, with the allowlisted environment plus its ``env``."""
+
+    def __init__(
+        self, config: UpstreamConfig, cwd: Path, log: BoundedLog, on_message: OnMessage, on_closed: OnClosed
+    ) -> None:
+        self.config = config
+        self.cwd = cwd
+        self.log = log
+        self.pid = 0
+        self._on_message = on_message
+        self._on_closed = on_closed
+        self._lines = jsonrpc.LineBuffer(MAX_LINE_BYTES)
+        self._transport: asyncio.SubprocessTransport | None = None
+        self._protocol: _ChildProtocol | None = None
+        self._stdin: asyncio.WriteTransport | None = None
+
+    async def open(self) -> None:
+        """Spawn the child (no PTY, new session, stdin/stdout/stderr pipes)."""
+        argv = self.config.argv
+        assert argv is not None
+        env = minimal_env(resolve_upstream_env(self.config))
+        transport, protocol = await asyncio.get_running_loop().subprocess_exec(
+            lambda: _ChildProtocol(self),
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            cwd=self.cwd,
+            start_new_session=True,
+        )
+        self._transport, self._protocol = transport, protocol
+        stdin = transport.get_pipe_transport(0)
+        assert isinstance(stdin, asyncio.WriteTransport)
+        self._stdin = stdin
+        self.pid = transport.get_pid()
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Write one message line to the child's stdin."""
+        stdin = self._stdin
+        if stdin is not None and not stdin.is_closing():
+            stdin.write(jsonrpc.encode(message))
+
+    def stdout_received(self, data: bytes) -> None:
+        """Parse each complete line once and hand it on; garbage is logged and skipped."""
+        try:
+            lines = self._lines.feed(data)
+        except ValueError as exc:
+            self.log.write(f"[harness] protocol violation: {exc}; stopping the upstream\n".encode())
+            self.abort()
+            return
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                message = json.loads(line)
+            except ValueError:
+                self.log.write(b"[harness] not JSON on stdout: " + line[:200] + b"\n")
+                continue
+            if isinstance(message, dict):
+                self._on_message(message)
+
+    def process_exited(self) -> None:
+        """Report the exit once, then release the pipes."""
+        transport = self._transport
+        if transport is None:
+            return
+        code = transport.get_returncode()
+        transport.close()
+        self._stdin = None
+        self._on_closed(code, "exited")
+
+    def abort(self) -> None:
+        """SIGKILL the child's process group."""
+        if self._protocol is not None and not self._protocol.exited.is_set() and self.pid:
+            signal_group(self.pid, signal.SIGKILL)
+
+    async def close(self) -> None:
+        """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group (gone within 5 s)."""
+        protocol = self._protocol
+        if protocol is None or protocol.exited.is_set():
+            return
+        if self._stdin is not None:
+            self._stdin.close()
+        await stop_group(self.pid, protocol.exited)
+
+
+class HttpSession:
+    """One Streamable HTTP client session (the SDK's transport), headers resolved from the env_file."""
+
+    def __init__(self, config: UpstreamConfig, on_message: OnMessage, on_closed: OnClosed) -> None:
+        self.config = config
+        self.pid = 0
+        self._on_message = on_message
+        self._on_closed = on_closed
+        self._outbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    async def open(self) -> None:
+        """Start the session task; it connects lazily on the first message (initialize)."""
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._task = asyncio.get_running_loop().create_task(self._run(ready))
+        await ready
+
+    async def _run(self, ready: asyncio.Future[None]) -> None:
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        reason = "connection closed"
+        try:
+            client = create_mcp_http_client(headers=resolve_upstream_headers(self.config))
+            async with (
+                client,
+                streamable_http_client(str(self.config.url), http_client=client) as (read, write),
+            ):
+                ready.set_result(None)
+                async with asyncio.TaskGroup() as group:
+                    group.create_task(self._pump_out(write))
+                    async for item in read:
+                        if isinstance(item, Exception):
+                            reason = f"transport error: {type(item).__name__}"
+                            break
+                        self._on_message(
+                            item.message.model_dump(by_alias=True, mode="json", exclude_none=True)
+                        )
+                    self._outbox.put_nowait(None)
+        except Exception as exc:  # any failure ends the session; the link's supervisor decides
+            reason = f"transport error: {type(exc).__name__}: {exc}"[:300]
+        finally:
+            if not ready.done():
+                ready.set_result(None)
+            if not self._closed:
+                self._closed = True
+                self._on_closed(None, reason)
+
+    async def _pump_out(self, write: Any) -> None:
+        from mcp.shared.message import SessionMessage
+        from mcp_types.jsonrpc import jsonrpc_message_adapter
+
+        while (message := await self._outbox.get()) is not None:
+            await write.send(SessionMessage(jsonrpc_message_adapter.validate_python(message)))
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Queue one message for the session's writer."""
+        if not self._closed:
+            self._outbox.put_nowait(message)
+
+    def abort(self) -> None:
+        """Cancel the session task."""
+        if self._task is not None:
+            self._task.cancel()
+
+    async def close(self) -> None:
+        """End the session (the SDK sends its DELETE) and wait for the task."""
+        self._outbox.put_nowait(None)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
