@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from harness.events import Envelope, Event
 from harness.metrics import CALL_LOG_DROPPED
 from harness.projections import Projection, all_projections, fold, install
+from harness.projections.retention import CompactionResult, compact
 from harness.store import append, envelopes_for, last_position, open_for_writing, read_rows, to_envelope
 
 DEFAULT_CAPACITY = 65_536
@@ -34,6 +36,18 @@ class _Flush:
 
 
 _FLUSH = _Flush()
+
+
+@dataclass(frozen=True)
+class Compact:
+    """Command: remove events (and call-log rows) older than ``older_than`` (event time, epoch s).
+
+    Told to the writer (``writer_ref.tell(Compact(older_than=...))``); run in its thread by
+    ``harness.projections.retention.compact``, draining the intake between steps, and recorded as a
+    ``retention.compacted`` event. Asked instead of told, the answer is the ``CompactionResult``.
+    """
+
+    older_than: float
 
 
 class EventIntake:
@@ -86,15 +100,23 @@ class WriterStatistics(BaseModel):
     batches: int
     dropped: int
     pending: int
+    compactions: int = 0
 
 
 class LogWriterActor(pykka.ThreadingActor):
     """Owns the store's single write connection; group-commits whatever the intake holds when woken."""
 
     def __init__(
-        self, path: Path, intake: EventIntake, projections: Sequence[Projection] | None = None
+        self,
+        path: Path,
+        intake: EventIntake,
+        projections: Sequence[Projection] | None = None,
+        on_commit: Callable[[int], None] | None = None,
     ) -> None:
+        """``on_commit`` is called in the writer's thread after each commit, with the last position."""
         super().__init__()
+        self._on_commit = on_commit
+        self._compactions = 0
         self._path = path
         self._intake = intake
         self._projections = tuple(projections) if projections is not None else all_projections()
@@ -125,12 +147,30 @@ class LogWriterActor(pykka.ThreadingActor):
             fold(conn.cursor(), self._projections, batch)
 
     def on_receive(self, message: Any) -> Any:
-        """Handle a flush wake-up."""
+        """Handle a flush wake-up or a ``Compact`` command."""
         if isinstance(message, _Flush):
             if len(self._intake) < GROUP_EVENTS:
                 time.sleep(GROUP_WINDOW_S)  # the wake flag stays set: no further wake-ups meanwhile
             self._drain()
+        elif isinstance(message, Compact):
+            return self.compact(message.older_than)
         return None
+
+    def compact(self, older_than: float) -> CompactionResult:
+        """Run retention now (see ``Compact``); the intake is drained between its steps."""
+        conn = self._conn
+        assert conn is not None
+        self._drain()
+        result = compact(
+            conn, older_than=older_than, projections=self._projections, between_steps=self._drain
+        )
+        self._next = result.position + 1
+        self._written += 1
+        self._batches += 1
+        self._compactions += 1
+        if self._on_commit is not None:
+            self._on_commit(result.position)
+        return result
 
     def _drain(self) -> None:
         while events := self._intake.take(MAX_BATCH):
@@ -148,6 +188,8 @@ class LogWriterActor(pykka.ThreadingActor):
         self._next += len(envelopes)
         self._written += len(envelopes)
         self._batches += 1
+        if self._on_commit is not None:
+            self._on_commit(self._next - 1)
         return self._next - 1
 
     def wait_flushed(self) -> int:
@@ -163,6 +205,7 @@ class LogWriterActor(pykka.ThreadingActor):
             batches=self._batches,
             dropped=self._intake.dropped,
             pending=len(self._intake),
+            compactions=self._compactions,
         )
 
     def on_stop(self) -> None:

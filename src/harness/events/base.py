@@ -6,7 +6,6 @@ version (``VERSION``); neither derives from the module path, and a stored name i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -48,27 +47,74 @@ def registered() -> dict[str, type[Event]]:
     return dict(_REGISTRY)
 
 
-@dataclass(frozen=True, slots=True)
 class Envelope:
-    """An event as stored: its position in the log, its stored name and version, and correlation."""
+    """An event as stored: its position in the log, its stored name and version, and correlation.
 
-    position: int
-    name: str
-    version: int
-    correlation: str
-    event: Event
+    ``Envelope.stored`` wraps a stored row without decoding it: ``event`` is decoded (and upcast)
+    on first access, so a fold whose projections read the row's JSON in SQL never pays for it.
+    ``version`` is the version the row was written with.
+    """
+
+    __slots__ = ("_data", "_event", "correlation", "name", "position", "ts", "version")
+
+    def __init__(self, position: int, name: str, version: int, correlation: str, event: Event) -> None:
+        self.position = position
+        self.name = name
+        self.version = version
+        self.correlation = correlation
+        self.ts: float = event.ts
+        """The event's own time."""
+        self._event: Event | None = event
+        self._data = ""
+
+    @classmethod
+    def stored(
+        cls, position: int, ts: float, name: str, version: int, correlation: str, data: str
+    ) -> Envelope:
+        """An envelope over a stored row; the event is decoded when first asked for."""
+        env = cls.__new__(cls)
+        env.position, env.name, env.version, env.correlation, env.ts = (
+            position,
+            name,
+            version,
+            correlation,
+            ts,
+        )
+        env._event, env._data = None, data
+        return env
 
     @property
-    def ts(self) -> float:
-        """The event's own time."""
-        return self.event.ts
+    def decoded(self) -> bool:
+        """Whether the event object exists already (live writes) or would be decoded (stored rows)."""
+        return self._event is not None
+
+    @property
+    def event(self) -> Event:
+        """The event (decoded from the stored row, and upcast, on first access)."""
+        event = self._event
+        if event is None:
+            from harness.events.codec import decode
+
+            event = self._event = decode(self.name, self.version, self._data)
+        return event
+
+    def __repr__(self) -> str:
+        return f"Envelope({self.position}, {self.name!r}, v{self.version})"
+
+
+_CORRELATING = ("session_id", "run_id", "upstream")
+_correlating_fields: dict[type[Event], tuple[str, ...]] = {}
 
 
 def correlation_of(event: Event) -> str:
     """What an event correlates with: its session, else its run, else its upstream, else ''."""
+    cls = type(event)
+    attrs = _correlating_fields.get(cls)
+    if attrs is None:
+        attrs = _correlating_fields[cls] = tuple(a for a in _CORRELATING if a in cls.model_fields)
     data: Any = event
-    for attr in ("session_id", "run_id", "upstream"):
-        value = getattr(data, attr, None)
+    for attr in attrs:
+        value = getattr(data, attr)
         if value:
             return str(value)
     return ""

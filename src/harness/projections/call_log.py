@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -36,7 +35,7 @@ COLUMNS: tuple[str, ...] = (
 _DDL = """
 CREATE TABLE call_log(
     position            INTEGER PRIMARY KEY,  -- the event's position in the log
-    ts                  TEXT    NOT NULL,     -- ISO-8601 UTC, milliseconds, Z
+    ts                  TEXT    NOT NULL,     -- ISO-8601 UTC, milliseconds, Z (see TS_SQL)
     latency_ms          REAL    NOT NULL,
     harness             TEXT,                 -- the token's owner; NULL when unattributed
     run_id              TEXT,
@@ -62,28 +61,41 @@ CREATE INDEX call_log_upstream_tool ON call_log(upstream, tool);  -- tool usage
 CREATE INDEX call_log_session ON call_log(session_id, position);  -- sessions, search hit rate
 """
 
+TS_SQL = "strftime('%Y-%m-%dT%H:%M:%fZ', {}, 'unixepoch')"
+"""How ``call_log.ts`` is made from event time: SQLite's strftime, milliseconds rounded to nearest."""
+
+_FIELDS = COLUMNS[2:]  # every column after position and ts is the event field of the same name
+_INSERT_FROM_LOG = (
+    f"INSERT INTO call_log({', '.join(COLUMNS)}) SELECT position, {TS_SQL.format('ts')}, "
+    + ", ".join(f"json_extract(data, '$.{f}')" for f in _FIELDS)
+    + " FROM events WHERE position BETWEEN ? AND ? AND name = ? AND version = ?"
+)
 _INSERT = f"INSERT INTO call_log({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 
 
-_last_second: list[tuple[int, str]] = [(-(2**62), "")]
-"""One (second, prefix) pair, replaced whole so threads never see half an update."""
+_day_cache: list[tuple[int, str]] = [(-(2**62), "")]
+"""One (day number, "YYYY-MM-DDT") pair, replaced whole so threads never see half an update."""
+
+_JD_EPOCH_MS = 210_866_760_000_000
+"""The Unix epoch as a Julian day number in milliseconds, as SQLite's date functions count."""
 
 
 def iso_ms(ts: float) -> str:
-    """Event time as ISO-8601 UTC with milliseconds and a Z (the second's prefix is cached)."""
-    frac, whole = math.modf(ts)
-    micros = round(frac * 1e6)  # as datetime.fromtimestamp rounds
-    second = int(whole)
-    if micros >= 1_000_000:
-        second, micros = second + 1, micros - 1_000_000
-    elif micros < 0:
-        second, micros = second - 1, micros + 1_000_000
-    millis = micros // 1000
-    cached_second, prefix = _last_second[0]
-    if cached_second != second:
-        prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
-        _last_second[0] = (second, prefix)
-    return f"{prefix}{millis:03d}Z"
+    """Event time as ISO-8601 UTC with milliseconds and a Z, exactly as SQLite's ``TS_SQL`` makes it.
+
+    SQLite rounds to the nearest millisecond as ``(int64)(ts * 1000.0 + JD_EPOCH_MS + 0.5)``; the
+    same double arithmetic here gives the same text, so the Python and the SQL fold paths agree.
+    """
+    ms = int(ts * 1000.0 + _JD_EPOCH_MS + 0.5) - _JD_EPOCH_MS
+    second, millis = divmod(ms, 1000)
+    day, in_day = divmod(second, 86400)
+    cached_day, prefix = _day_cache[0]
+    if cached_day != day:
+        prefix = datetime.fromtimestamp(day * 86400, UTC).strftime("%Y-%m-%dT")
+        _day_cache[0] = (day, prefix)
+    hours, rest = divmod(in_day, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{prefix}{hours:02d}:{minutes:02d}:{seconds:02d}.{millis:03d}Z"
 
 
 class CallLogProjection:
@@ -99,7 +111,20 @@ class CallLogProjection:
     tables: tuple[str, ...] = ("call_log",)
 
     def apply(self, envelopes: Sequence[Envelope], cursor: apsw.Cursor) -> None:
-        """Insert one row per call event."""
+        """Insert one row per call event.
+
+        Two paths, one result: the live writer has the event objects and binds their fields;
+        a replay or catch-up batch of stored rows at the current version is folded in SQL straight
+        from the stored JSON (the fold runs after the batch's append, in the same transaction),
+        which saves decoding. ``ts`` is formatted identically by both (``iso_ms``/``TS_SQL``) and
+        JSON numbers round-trip exactly, so replay equals live.
+        """
+        if all(not e.decoded and e.version == ToolCallCompleted.VERSION for e in envelopes):
+            first, last = envelopes[0].position, envelopes[-1].position
+            cursor.execute(
+                _INSERT_FROM_LOG, (first, last, ToolCallCompleted.STORED_NAME, ToolCallCompleted.VERSION)
+            )
+            return
         rows = []
         for env in envelopes:
             ev = env.event

@@ -43,6 +43,21 @@ ON CONFLICT(harness, hour, upstream, tool) DO UPDATE SET
 """
 
 
+_UPSERT_FROM_LOG = """
+INSERT INTO top_k_hourly(harness, hour, upstream, tool, calls, last_position)
+SELECT harness, hour, upstream, tool, count(*), max(position) FROM (
+    SELECT json_extract(data, '$.harness') AS harness, CAST(floor(ts / 3600.0) AS INTEGER) AS hour,
+           json_extract(data, '$.upstream') AS upstream, json_extract(data, '$.tool') AS tool,
+           json_extract(data, '$.outcome') AS outcome, position
+    FROM events WHERE position BETWEEN ? AND ? AND name = ? AND version = ?
+) WHERE harness IS NOT NULL AND outcome IN ('ok', 'tool_error') AND upstream != 'harness'
+GROUP BY harness, hour, upstream, tool
+ON CONFLICT(harness, hour, upstream, tool) DO UPDATE SET
+    calls = calls + excluded.calls,
+    last_position = max(last_position, excluded.last_position)
+"""
+
+
 class TopKProjection:
     """Folds ``tool_call.completed`` events into hourly call counts per harness and tool."""
 
@@ -53,20 +68,33 @@ class TopKProjection:
     tables: tuple[str, ...] = ("top_k_hourly",)
 
     def apply(self, envelopes: Sequence[Envelope], cursor: apsw.Cursor) -> None:
-        """Add the batch's counted calls to their hourly buckets (one upsert per bucket)."""
+        """Add the batch's counted calls to their hourly buckets (one upsert per bucket).
+
+        Like ``call_log``: event objects are counted in Python, stored rows in SQL; same result.
+        """
+        current = [e for e in envelopes if e.version == ToolCallCompleted.VERSION]
+        if current:
+            cursor.execute(
+                _UPSERT_FROM_LOG,
+                (
+                    current[0].position,
+                    current[-1].position,
+                    ToolCallCompleted.STORED_NAME,
+                    ToolCallCompleted.VERSION,
+                ),
+            )
         buckets: dict[tuple[str, int, str, str], list[int]] = {}
         for env in envelopes:
-            ev = env.event
+            if env.version == ToolCallCompleted.VERSION:
+                continue
+            ev = env.event  # an older version, upcast
             assert isinstance(ev, ToolCallCompleted)
             if ev.harness is None or ev.outcome not in COUNTED_OUTCOMES or ev.upstream == GATEWAY_UPSTREAM:
                 continue
             key = (ev.harness, math.floor(ev.ts / HOUR), ev.upstream, ev.tool)
-            bucket = buckets.get(key)
-            if bucket is None:
-                buckets[key] = [1, env.position]
-            else:
-                bucket[0] += 1
-                bucket[1] = max(bucket[1], env.position)
+            bucket = buckets.setdefault(key, [0, 0])
+            bucket[0] += 1
+            bucket[1] = max(bucket[1], env.position)
         if buckets:
             cursor.executemany(_UPSERT, [(*key, n, last) for key, (n, last) in buckets.items()])
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 
 import apsw
 
-from harness.events import Envelope, Event, correlation_of, decode, encode
+from harness.events import Envelope, Event, correlation_of, encode
 
 _INSERT = "INSERT INTO events(position, ts, name, version, correlation, data) VALUES (?, ?, ?, ?, ?, ?)"
 
@@ -62,7 +62,5 @@ def read_rows(
 
 
 def to_envelope(row: tuple[int, float, str, int, str, str]) -> Envelope:
-    """Decode one stored row (upcasting old versions) into an envelope."""
-    position, _ts, name, version, correlation, data = row
-    event = decode(name, version, data)
-    return Envelope(position, name, event.VERSION, correlation, event)
+    """Wrap one stored row in an envelope; its event is decoded (and upcast) when first used."""
+    return Envelope.stored(*row)
