@@ -1,15 +1,110 @@
-"""Read-only access to a store for the CLI, evals and notebooks."""
+"""Read-only access to a store for the CLI, evals and notebooks: ``harness.open_store(path)``.
+
+Every query reads projections (``call_log``, ``tool_index``, ``top_k_hourly``, ``upstreams``) or
+the event log over a read-only connection; the daemon may be running (WAL lets readers run beside
+the writer). Methods ending in ``_frame`` return pandas DataFrames (pandas must be installed).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import statistics
+from collections.abc import Collection, Iterator
+from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import apsw
 
-from harness.projections.call_log import COLUMNS
-from harness.store import open_read_only
+from harness.events import Envelope, ToolSearchCompleted
+from harness.naming import exposed_name
+from harness.projections.call_log import COLUMNS, iso_ms
+from harness.projections.tool_index import ToolHit, search
+from harness.projections.top_k import tool_counts
+from harness.store import StoreError, open_read_only, to_envelope
+
+FAILED = ("upstream_error", "timeout", "denied", "circuit_open", "cancelled", "tool_error")
+"""Outcomes other than ``ok``."""
+
+TimeBound = str | float | datetime | None
+"""A time filter: ISO-8601 text (as in ``call_log.ts``), epoch seconds, or a datetime."""
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One downstream session as its calls show it."""
+
+    session_id: str
+    harness: str | None
+    run_id: str | None
+    first_ts: str
+    last_ts: str
+    calls: int
+    failures: int
+    tools: int
+    """Distinct (upstream, tool) pairs called."""
+
+
+@dataclass(frozen=True)
+class ToolUsage:
+    """Calls of one tool: counts, outcomes and latency quantiles."""
+
+    upstream: str
+    tool: str
+    calls: int
+    failures: int
+    sessions: int
+    p50_ms: float
+    p95_ms: float
+    mean_response_bytes: float
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    """One ``search_tools`` call and the first upstream tool its session called afterwards."""
+
+    position: int
+    session_id: str
+    harness: str | None
+    query: str
+    results: tuple[str, ...]
+    next_tool: str | None
+    """Exposed name of the next upstream tool call in the session (None: no call followed)."""
+    hit: bool | None
+    """Whether ``next_tool`` was among ``results`` (None when no call followed)."""
+
+
+@dataclass(frozen=True)
+class SearchHitRate:
+    """How often the tool a session called after ``search_tools`` was among that search's results."""
+
+    searches: int
+    followed: int
+    """Searches after which the session called an upstream tool."""
+    hits: int
+
+    @property
+    def rate(self) -> float | None:
+        """hits / followed (None when no search was followed by a call)."""
+        return self.hits / self.followed if self.followed else None
+
+
+def _bound(value: TimeBound) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, datetime):
+        return iso_ms(value.timestamp())
+    return iso_ms(float(value))
+
+
+def _epoch(value: TimeBound) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, str):
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    return float(value)
 
 
 class StoreView:
@@ -19,26 +114,49 @@ class StoreView:
         self.path = path
         self.conn: apsw.Connection = open_read_only(path)
 
+    def __enter__(self) -> StoreView:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ calls
+
     def calls(
         self,
         *,
         harness: str | None = None,
-        since: str | None = None,
+        since: TimeBound = None,
+        until: TimeBound = None,
+        upstream: str | None = None,
+        tool: str | None = None,
+        outcome: str | None = None,
+        session_id: str | None = None,
         limit: int | None = None,
         after_position: int = 0,
     ) -> list[dict[str, Any]]:
-        """Call-log rows, oldest first: the ``limit`` most recent matching ones (all if None).
+        """Call-log rows as dicts (columns: docs/call-log.md), oldest first: the ``limit`` most recent.
 
-        ``since`` is an ISO-8601 UTC time (``call_log.ts`` compares as text).
+        ``since`` ≤ ts < ``until``; text bounds compare with ``call_log.ts`` as text.
         """
         where = ["position > ?"]
         args: list[Any] = [after_position]
-        if harness is not None:
-            where.append("harness = ?")
-            args.append(harness)
-        if since is not None:
+        for column, value in (
+            ("harness", harness),
+            ("upstream", upstream),
+            ("tool", tool),
+            ("outcome", outcome),
+            ("session_id", session_id),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        if (lo := _bound(since)) is not None:
             where.append("ts >= ?")
-            args.append(since)
+            args.append(lo)
+        if (hi := _bound(until)) is not None:
+            where.append("ts < ?")
+            args.append(hi)
         sql = f"SELECT {', '.join(COLUMNS)} FROM call_log WHERE {' AND '.join(where)} ORDER BY position DESC"
         if limit is not None:
             sql += " LIMIT ?"
@@ -47,15 +165,196 @@ class StoreView:
         rows.reverse()
         return rows
 
+    def sessions(self, *, harness: str | None = None, since: TimeBound = None) -> list[SessionSummary]:
+        """Sessions that made calls, by first call."""
+        where, args = self._filters(harness, since)
+        sql = (
+            "SELECT session_id, harness, run_id, min(ts), max(ts), count(*),"
+            f" sum(outcome != 'ok'), count(DISTINCT upstream || char(0) || tool) FROM call_log {where}"
+            " GROUP BY session_id ORDER BY min(position)"
+        )
+        return [SessionSummary(*row) for row in self.conn.execute(sql, args)]
+
+    def tool_usage(self, *, harness: str | None = None, since: TimeBound = None) -> list[ToolUsage]:
+        """Per tool: calls, failures (outcome not ok), sessions, latency p50/p95; most called first."""
+        where, args = self._filters(harness, since)
+        sql = (
+            "SELECT upstream, tool, latency_ms, outcome != 'ok', session_id, response_bytes"
+            f" FROM call_log {where} ORDER BY upstream, tool"
+        )
+        groups: dict[tuple[str, str], list[tuple[float, int, str, int]]] = {}
+        for upstream, tool, latency, failed, session, size in self.conn.execute(sql, args):
+            groups.setdefault((upstream, tool), []).append((latency, failed, session, size))
+        out = []
+        for (upstream, tool), rows in groups.items():
+            latencies = sorted(r[0] for r in rows)
+            out.append(
+                ToolUsage(
+                    upstream=upstream,
+                    tool=tool,
+                    calls=len(rows),
+                    failures=sum(r[1] for r in rows),
+                    sessions=len({r[2] for r in rows}),
+                    p50_ms=_quantile(latencies, 0.5),
+                    p95_ms=_quantile(latencies, 0.95),
+                    mean_response_bytes=statistics.fmean(r[3] for r in rows),
+                )
+            )
+        out.sort(key=lambda u: (-u.calls, u.upstream, u.tool))
+        return out
+
+    def _filters(self, harness: str | None, since: TimeBound) -> tuple[str, list[Any]]:
+        where: list[str] = []
+        args: list[Any] = []
+        if harness is not None:
+            where.append("harness = ?")
+            args.append(harness)
+        if (lo := _bound(since)) is not None:
+            where.append("ts >= ?")
+            args.append(lo)
+        return ("WHERE " + " AND ".join(where)) if where else "", args
+
+    # ------------------------------------------------------------------ search
+
+    def searches(self, *, harness: str | None = None, since: TimeBound = None) -> list[SearchOutcome]:
+        """Every ``tool_search.completed`` with the next upstream tool its session called."""
+        sql = "SELECT position, ts, name, version, correlation, data FROM events WHERE name = ?"
+        args: list[Any] = [ToolSearchCompleted.STORED_NAME]
+        if (lo := _epoch(since)) is not None:
+            sql += " AND ts >= ?"
+            args.append(lo)
+        out: list[SearchOutcome] = []
+        for row in self.conn.execute(sql + " ORDER BY position", args).fetchall():
+            env = to_envelope(row)
+            ev = env.event
+            assert isinstance(ev, ToolSearchCompleted)
+            if harness is not None and ev.harness != harness:
+                continue
+            nxt = self.conn.execute(
+                "SELECT upstream, tool FROM call_log WHERE session_id = ? AND position > ?"
+                " AND upstream != 'harness' ORDER BY position LIMIT 1",
+                (ev.session_id, env.position),
+            ).fetchone()
+            name = exposed_name(nxt[0], nxt[1]) if nxt else None
+            out.append(
+                SearchOutcome(
+                    position=env.position,
+                    session_id=ev.session_id,
+                    harness=ev.harness,
+                    query=ev.query,
+                    results=ev.results,
+                    next_tool=name,
+                    hit=None if name is None else name in ev.results,
+                )
+            )
+        return out
+
+    def search_hit_rate(self, *, harness: str | None = None, since: TimeBound = None) -> SearchHitRate:
+        """Did the tool a session called after ``search_tools`` appear in that search's results?"""
+        found = self.searches(harness=harness, since=since)
+        followed = [s for s in found if s.hit is not None]
+        return SearchHitRate(
+            searches=len(found), followed=len(followed), hits=sum(bool(s.hit) for s in followed)
+        )
+
+    def search_tools(
+        self, query: str, *, k: int = 10, allowed: Collection[str] | None = None
+    ) -> list[ToolHit]:
+        """The tool index's search (what ``search_tools`` and ``harness tools search`` run)."""
+        self._require("tool_index")
+        return search(self.conn, query, k=k, allowed=allowed)
+
+    def _require(self, table: str) -> None:
+        found = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+        if found is None:
+            raise StoreError(
+                f"{self.path}: no {table} table yet; start the daemon once with this version "
+                "(it builds missing projections) or `harness replay` into a new store"
+            )
+
+    # ------------------------------------------------------------------ other projections
+
+    def top_tools(
+        self, harness: str, k: int = 8, *, as_of: float | None = None, window_days: float = 30
+    ) -> list[tuple[str, str, int]]:
+        """(upstream, tool, calls) the harness called most in the window (see ``projections.top_k``)."""
+        self._require("top_k_hourly")
+        return tool_counts(self.conn, harness, k, as_of=as_of, window_days=window_days)
+
+    def upstreams(self) -> list[dict[str, Any]]:
+        """The ``upstreams`` projection: one dict per upstream."""
+        self._require("upstreams")
+        cursor = self.conn.execute("SELECT * FROM upstreams ORDER BY upstream")
+        names = [d[0] for d in cursor.getdescription()]
+        return [dict(zip(names, row, strict=True)) for row in cursor]
+
+    def events(self, *, name: str | None = None, since: TimeBound = None) -> Iterator[Envelope]:
+        """Stored events in position order (decoded, upcast), optionally one stored name only."""
+        sql = "SELECT position, ts, name, version, correlation, data FROM events WHERE 1"
+        args: list[Any] = []
+        if name is not None:
+            sql += " AND name = ?"
+            args.append(name)
+        if (lo := _epoch(since)) is not None:
+            sql += " AND ts >= ?"
+            args.append(lo)
+        for row in self.conn.execute(sql + " ORDER BY position", args):
+            yield to_envelope(row)
+
     def iter_events(self) -> Iterator[tuple[int, float, str, int, str, str]]:
         """Every stored event row in position order."""
         yield from self.conn.execute(
             "SELECT position, ts, name, version, correlation, data FROM events ORDER BY position"
         )
 
+    # ------------------------------------------------------------------ DataFrames
+
+    def calls_frame(self, **filters: Any) -> Any:
+        """``calls(**filters)`` as a pandas DataFrame, ``ts`` parsed to UTC datetimes."""
+        pd = _pandas()
+        frame = pd.DataFrame(self.calls(**filters), columns=list(COLUMNS))
+        frame["ts"] = pd.to_datetime(frame["ts"], utc=True, format="ISO8601")
+        return frame
+
+    def sessions_frame(self, **filters: Any) -> Any:
+        """``sessions(**filters)`` as a DataFrame."""
+        pd = _pandas()
+        frame = pd.DataFrame([asdict(s) for s in self.sessions(**filters)])
+        for column in ("first_ts", "last_ts"):
+            if column in frame:
+                frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
+        return frame
+
+    def tool_usage_frame(self, **filters: Any) -> Any:
+        """``tool_usage(**filters)`` as a DataFrame."""
+        return _pandas().DataFrame([asdict(u) for u in self.tool_usage(**filters)])
+
+    def searches_frame(self, **filters: Any) -> Any:
+        """``searches(**filters)`` as a DataFrame."""
+        return _pandas().DataFrame([asdict(s) for s in self.searches(**filters)])
+
     def close(self) -> None:
         """Close the connection."""
         self.conn.close()
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    """Linear-interpolated quantile of sorted values (numpy's default method)."""
+    if not ordered:
+        return float("nan")
+    pos = (len(ordered) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def _pandas() -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module("pandas")
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("DataFrames need pandas: pip install pandas") from exc
 
 
 def open_store(path: str | Path) -> StoreView:

@@ -41,6 +41,17 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--since", help="only events at or after this time (duration or ISO-8601)")
     replay.add_argument("--until", help="only events before this time (duration or ISO-8601)")
     replay.add_argument("--harness", help="only this harness's events (plus gateway-wide ones)")
+    tools = sub.add_parser(
+        "tools", help="tools: `tools search QUERY` searches the tool index", epilog=_GLOBAL_HELP
+    )
+    tools_sub = tools.add_subparsers(dest="action", metavar="ACTION")
+    search = tools_sub.add_parser(
+        "search", help="the search `search_tools` runs (works with the daemon stopped)", epilog=_GLOBAL_HELP
+    )
+    search.add_argument("query", nargs="*", help="the words to look for (read as words, never as syntax)")
+    search.add_argument("--harness", help="only the tools this harness's policy allows")
+    search.add_argument("-k", type=int, default=10, help="how many results (default 10)")
+    search.add_argument("--json", action="store_true", help="a JSON array, best first")
     return ap
 
 
@@ -163,6 +174,73 @@ def _cmd_reload(ns: argparse.Namespace, g: Globals) -> int:
     return 0
 
 
+def _cmd_tools(ns: argparse.Namespace, g: Globals) -> int:
+    if ns.action == "search":
+        return _tools_search(ns, g)
+    print("usage: harness tools search QUERY [--harness NAME] [-k N] [--json]", file=sys.stderr)
+    return 2
+
+
+def policy_allows(name: str, upstream: str, servers: Any, tools: Any, deny: Any) -> bool:
+    """A policy's filter on one exposed tool name: ``deny`` beats ``tools``, ``tools`` narrows ``servers``."""
+    from fnmatch import fnmatchcase
+
+    if upstream not in servers or any(fnmatchcase(name, glob) for glob in deny):
+        return False
+    return not tools or any(fnmatchcase(name, glob) for glob in tools)
+
+
+def _tools_search(ns: argparse.Namespace, g: Globals) -> int:
+    from harness.projections.tool_index import all_tools
+    from harness.reading import open_store
+
+    query = " ".join(ns.query)
+    if ns.k < 1:
+        raise CliError("-k must be at least 1")
+    allowed: set[str] | None = None
+    with open_store(g.paths.db) as view:
+        if ns.harness is not None:
+            from harness.config import load_config
+
+            config = load_config(g.config)
+            if ns.harness not in config.harnesses:
+                raise CliError(f"no harness {ns.harness!r} in the configuration")
+            policy = config.policy_for(ns.harness)
+            allowed = set()
+            if policy is not None:
+                allowed = {
+                    t.name
+                    for t in all_tools(view.conn)
+                    if policy_allows(t.name, t.upstream, policy.servers, policy.tools, policy.deny)
+                }
+        hits = view.search_tools(query, k=ns.k, allowed=allowed)
+    if ns.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "name": h.name,
+                        "upstream": h.upstream,
+                        "tool": h.tool,
+                        "description": h.description,
+                        "inputSchema": h.input_schema,
+                        "score": round(h.score, 4),
+                    }
+                    for h in hits
+                ],
+                ensure_ascii=False,
+            )
+        )
+        return 0
+    if not hits:
+        print("no matching tools" if query.strip() else "no query: give words to search for")
+        return 0
+    for h in hits:
+        first = h.description.strip().split("\n", 1)[0]
+        print(f"{h.name:<44} {first[:100]}")
+    return 0
+
+
 def _cmd_demo(ns: argparse.Namespace, g: Globals) -> int:
     from harness.demo.run import run_demo
 
@@ -182,5 +260,6 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace, Globals], int]] = {
     "list": _cmd_list,
     "calls": _cmd_calls,
     "replay": _cmd_replay,
+    "tools": _cmd_tools,
     "reload": _cmd_reload,
 }

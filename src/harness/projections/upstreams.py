@@ -113,4 +113,4 @@ class UpstreamsProjection:
             f" WHERE name IN ({', '.join('?' * len(names))}) ORDER BY position",
             names,
         ).fetchall()
-        self.apply([to_envelope(tuple(r)) for r in rows], cursor)  # type: ignore[arg-type]
+        self.apply([to_envelope(r) for r in rows], cursor)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import apsw
 
@@ -61,6 +62,6 @@ def read_rows(
     yield from conn.execute(sql + " ORDER BY position", args)
 
 
-def to_envelope(row: tuple[int, float, str, int, str, str]) -> Envelope:
+def to_envelope(row: Sequence[Any]) -> Envelope:
     """Wrap one stored row in an envelope; its event is decoded (and upcast) when first used."""
     return Envelope.stored(*row)
