@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import sys
+import time
 
 import anyio
 import mcp.client.session as client_session
@@ -44,12 +45,22 @@ async def run(args: argparse.Namespace) -> dict:
     return out
 
 
-async def call(client: Client, name: str, arguments: dict) -> dict:
+async def call(client: Client, name: str, arguments: dict, cancel_after_ms: float | None = None) -> dict:
+    """One call; its outcome and the wall-clock time it ended (or was cancelled) at."""
     try:
-        result = await client.call_tool(name, arguments)
-        return {"result": result.model_dump(mode="json", by_alias=True, exclude_none=True)}
+        if cancel_after_ms is None:
+            result = await client.call_tool(name, arguments)
+        else:
+            with anyio.move_on_after(cancel_after_ms / 1000) as scope:
+                result = await client.call_tool(name, arguments)
+            if scope.cancelled_caught:
+                return {"cancelled": True, "t_end": time.time()}
+        return {
+            "result": result.model_dump(mode="json", by_alias=True, exclude_none=True),
+            "t_end": time.time(),
+        }
     except Exception as exc:  # recorded for the test to check
-        return {"error": str(exc)}
+        return {"error": str(exc), "t_end": time.time()}
 
 
 async def run_step(client: Client, step: dict, changed: anyio.Event) -> dict:
@@ -58,7 +69,20 @@ async def run_step(client: Client, step: dict, changed: anyio.Event) -> dict:
     if op == "list":
         return {"tools": [t.name for t in (await client.list_tools()).tools]}
     if op == "call":
-        return await call(client, step["name"], step.get("arguments", {}))
+        return await call(client, step["name"], step.get("arguments", {}), step.get("cancel_after_ms"))
+    if op == "parallel":
+        results: list[dict] = [{} for _ in step["steps"]]
+
+        async def one(i: int, sub: dict) -> None:
+            results[i] = await run_step(client, sub, changed)
+
+        async with anyio.create_task_group() as group:
+            for i, sub in enumerate(step["steps"]):
+                group.start_soon(one, i, sub)
+        return {"parallel": results}
+    if op == "sleep":
+        await anyio.sleep(step["ms"] / 1000)
+        return {"ok": True}
     if op == "touch":
         with open(step["path"], "w"):
             pass

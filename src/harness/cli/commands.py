@@ -29,6 +29,10 @@ def _parser() -> argparse.ArgumentParser:
     listing = sub.add_parser("list", help="the harnesses of the running daemon", epilog=_GLOBAL_HELP)
     listing.add_argument("--json", action="store_true", help="a JSON array")
     sub.add_parser("reload", help="make the running daemon re-read its configuration", epilog=_GLOBAL_HELP)
+    restart = sub.add_parser(
+        "restart", help="restart a harness, or an upstream (clears its failed state)", epilog=_GLOBAL_HELP
+    )
+    restart.add_argument("name", help="a harness name, else an upstream key")
     calls = sub.add_parser("calls", help="the call log, read from the store", epilog=_GLOBAL_HELP)
     calls.add_argument("--harness", help="only this harness's calls")
     calls.add_argument("--since", help="a duration (90s, 15m, 2h, 7d) or an ISO-8601 time")
@@ -241,6 +245,14 @@ def _tools_search(ns: argparse.Namespace, g: Globals) -> int:
     return 0
 
 
+def _cmd_restart(ns: argparse.Namespace, g: Globals) -> int:
+    from harness.cli.common import control_request
+
+    result = control_request(g.paths, "restart", {"name": ns.name}, timeout=60.0)
+    print(f"restarted {result['kind']} {result['restarted']}")
+    return 0
+
+
 def _cmd_demo(ns: argparse.Namespace, g: Globals) -> int:
     from harness.demo.run import run_demo
 
@@ -262,4 +274,5 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace, Globals], int]] = {
     "replay": _cmd_replay,
     "tools": _cmd_tools,
     "reload": _cmd_reload,
+    "restart": _cmd_restart,
 }

@@ -118,6 +118,8 @@ class Daemon:
             }
         if command == "reload":
             return await self.reload()
+        if command == "restart":
+            return await self._restart(str(args.get("name", "")))
         raise ValueError(f"unknown control command {command!r}")
 
     def _list(self) -> list[dict[str, Any]]:
@@ -200,6 +202,18 @@ class Daemon:
         for cfg in self.config.harnesses.values():
             if cfg.autostart:
                 await self._spawn(cfg)
+
+    async def _restart(self, name: str) -> dict[str, Any]:
+        """Restart a harness (stop, spawn with a fresh token) or an upstream (its history forgotten)."""
+        if name in self.config.harnesses and self._spawner is not None:
+            await self._spawner.stop([name])
+            await self._spawn(self.config.harnesses[name])
+            return {"restarted": name, "kind": "harness"}
+        link = self.links.get(name)
+        if link is None:
+            raise ValueError(f"no harness or upstream named {name!r}")
+        link.restart_now("restart requested")
+        return {"restarted": name, "kind": "upstream"}
 
     def _new_link(self, upstream: UpstreamConfig) -> UpstreamLink:
         """A link for an upstream table, registered under its name (runs in the config file's folder)."""
