@@ -46,8 +46,12 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--until", help="only events before this time (duration or ISO-8601)")
     replay.add_argument("--harness", help="only this harness's events (plus gateway-wide ones)")
     tools = sub.add_parser(
-        "tools", help="tools: `tools search QUERY` searches the tool index", epilog=_GLOBAL_HELP
+        "tools",
+        help="a harness's effective tools with tiers and schema bytes per mode; `tools search QUERY`",
+        epilog=_GLOBAL_HELP,
     )
+    tools.add_argument("--harness", help="the tools this harness's policy allows (default: every known tool)")
+    tools.add_argument("--json", action="store_true", help="one JSON object")
     tools_sub = tools.add_subparsers(dest="action", metavar="ACTION")
     search = tools_sub.add_parser(
         "search", help="the search `search_tools` runs (works with the daemon stopped)", epilog=_GLOBAL_HELP
@@ -181,21 +185,13 @@ def _cmd_reload(ns: argparse.Namespace, g: Globals) -> int:
 def _cmd_tools(ns: argparse.Namespace, g: Globals) -> int:
     if ns.action == "search":
         return _tools_search(ns, g)
-    print("usage: harness tools search QUERY [--harness NAME] [-k N] [--json]", file=sys.stderr)
-    return 2
+    from harness.cli.tools import print_tools
 
-
-def policy_allows(name: str, upstream: str, servers: Any, tools: Any, deny: Any) -> bool:
-    """A policy's filter on one exposed tool name: ``deny`` beats ``tools``, ``tools`` narrows ``servers``."""
-    from fnmatch import fnmatchcase
-
-    if upstream not in servers or any(fnmatchcase(name, glob) for glob in deny):
-        return False
-    return not tools or any(fnmatchcase(name, glob) for glob in tools)
+    return print_tools(g, ns.harness, as_json=ns.json)
 
 
 def _tools_search(ns: argparse.Namespace, g: Globals) -> int:
-    from harness.projections.tool_index import all_tools
+    from harness.cli.tools import harness_view
     from harness.reading import open_store
 
     query = " ".join(ns.query)
@@ -204,19 +200,7 @@ def _tools_search(ns: argparse.Namespace, g: Globals) -> int:
     allowed: set[str] | None = None
     with open_store(g.paths.db) as view:
         if ns.harness is not None:
-            from harness.config import load_config
-
-            config = load_config(g.config)
-            if ns.harness not in config.harnesses:
-                raise CliError(f"no harness {ns.harness!r} in the configuration")
-            policy = config.policy_for(ns.harness)
-            allowed = set()
-            if policy is not None:
-                allowed = {
-                    t.name
-                    for t in all_tools(view.conn)
-                    if policy_allows(t.name, t.upstream, policy.servers, policy.tools, policy.deny)
-                }
+            allowed = set(harness_view(g, view, ns.harness).routes)
         hits = view.search_tools(query, k=ns.k, allowed=allowed)
     if ns.json:
         print(

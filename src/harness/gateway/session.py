@@ -12,7 +12,7 @@ from harness import __version__
 from harness.actors.gateway_tools import CALL_TOOL, SEARCH_K_DEFAULT, SEARCH_K_MAX, SEARCH_TOOLS
 from harness.actors.policy import Identity
 from harness.actors.tool_views import Route, ToolView, session_listing
-from harness.events import Event, Outcome, SessionClosed, SessionInitialized
+from harness.events import Event, Outcome, SessionClosed, SessionInitialized, ToolSearchCompleted
 from harness.gateway import jsonrpc
 from harness.gateway.calls import CallInflight
 from harness.gateway.recording import CallRecorder
@@ -242,6 +242,18 @@ class DownstreamSession:
             line = jsonrpc.result(request_id, result)
             self.send(line)
             self._record_gateway_call(SEARCH_TOOLS, arguments, "ok", None, started, len(line))
+            self._emit(
+                ToolSearchCompleted(
+                    ts=time.time(),
+                    session_id=self.session_id,
+                    harness=self.identity.harness,
+                    run_id=self.identity.run_id,
+                    query=query[:1000],
+                    k=k,
+                    results=tuple(tool["name"] for tool in found),
+                    latency_ms=round((time.perf_counter() - started) * 1000, 3),
+                )
+            )
 
         self._search(query, k, frozenset(view.routes), done)
 

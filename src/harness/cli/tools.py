@@ -1,0 +1,90 @@
+"""``harness tools``: a harness's effective tools, their tiers, and what each exposure mode costs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from harness.actors.tool_views import Route, ToolView, build_view, catalogue_routes, session_listing, trimmed
+from harness.cli.common import CliError, Globals
+from harness.config import Config, PolicyConfig, load_config
+from harness.events import ToolCatalogFetched
+from harness.reading import StoreView, open_store
+
+MODES = ("full", "lazy", "top_k")
+NO_POLICY = PolicyConfig(name="no-policy")
+"""A harness with no policy gets no upstream tools."""
+
+
+def latest_catalogs(view: StoreView) -> dict[str, list[dict[str, Any]]]:
+    """Each upstream's newest tool catalogue in the store, as the upstream returned it."""
+    catalogs: dict[str, list[dict[str, Any]]] = {}
+    for envelope in view.events(name=ToolCatalogFetched.STORED_NAME):
+        event = envelope.event
+        assert isinstance(event, ToolCatalogFetched)
+        catalogs[event.upstream] = json.loads(event.tools_json)
+    return catalogs
+
+
+def _policy(config: Config, harness: str) -> PolicyConfig:
+    if harness not in config.harnesses:
+        raise CliError(f"no harness {harness!r} in the configuration")
+    return config.policy_for(harness) or NO_POLICY
+
+
+def harness_view(g: Globals, view: StoreView, harness: str) -> ToolView:
+    """The view the harness's policy gives over the catalogues in the store."""
+    config = load_config(g.config)
+    return build_view(_policy(config, harness), config, latest_catalogs(view))
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def print_tools(g: Globals, harness: str | None, *, as_json: bool) -> int:
+    """Print the tools (all known, or one harness's) with tiers and bytes, then bytes per mode."""
+    config = load_config(g.config)
+    with open_store(g.paths.db) as view:
+        catalogs = latest_catalogs(view)
+        if not catalogs:
+            raise CliError("no tool catalogue in the store yet: start the daemon once")
+        routes: Mapping[str, Route]
+        tools: Mapping[str, Mapping[str, Any]]
+        if harness is None:
+            routes, _aliases, tools = catalogue_routes(config, catalogs)
+            chars, modes = NO_POLICY.max_description_chars, {}
+        else:
+            policy = _policy(config, harness)
+            views = {
+                m: build_view(policy.model_copy(update={"exposure": m}), config, catalogs) for m in MODES
+            }
+            routes, tools, chars = views["full"].routes, views["full"].tools, policy.max_description_chars
+            top = tuple((upstream, tool) for upstream, tool, _calls in view.top_tools(harness, policy.top_k))
+            modes = {
+                "full_untrimmed": _size(list(tools.values())),
+                "full": len(views["full"].listing_json),
+                "lazy": len(views["lazy"].listing_json),
+                "top_k": len(session_listing(views["top_k"], top)),
+            }
+    rows = [
+        {
+            "name": name,
+            "upstream": route.upstream,
+            "tool": route.tool,
+            "tier": route.tier,
+            "bytes": _size(trimmed(tools[name], chars)),
+        }
+        for name, route in routes.items()
+    ]
+    if as_json:
+        print(json.dumps({"harness": harness, "tools": rows, "bytes_per_mode": modes}, ensure_ascii=False))
+        return 0
+    print(f"{'NAME':<50} {'TIER':<5} {'BYTES':>7}")
+    for row in rows:
+        print(f"{row['name']:<50} {row['tier']:<5} {row['bytes']:>7}")
+    print(f"\n{len(rows)} tools")
+    for mode, size in modes.items():
+        print(f"  {mode:<15} {size:>9,} bytes of tool schemas per session")
+    return 0
