@@ -23,6 +23,7 @@ lists leaves the index.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Collection, Sequence
@@ -34,7 +35,7 @@ import apsw
 from harness.events import Envelope, ToolCatalogFetched
 from harness.naming import exposed_name
 
-WEIGHTS: tuple[float, ...] = (4.0, 2.0, 1.0, 1.5, 0.25)
+WEIGHTS: tuple[float, ...] = (24.0, 1.5, 1.0, 2.25, 0.25)
 """bm25 weights of tool_words, upstream_words, description, params, param_docs (in that order)."""
 
 FTS_COLUMNS: tuple[str, ...] = ("tool_words", "upstream_words", "description", "params", "param_docs")
@@ -58,7 +59,7 @@ CREATE INDEX tool_index_upstream ON tool_index(upstream);
 CREATE VIRTUAL TABLE tool_fts USING fts5(
     {", ".join(FTS_COLUMNS)},
     content='tool_index', content_rowid='rowid',
-    tokenize='porter unicode61 remove_diacritics 2', prefix='3'
+    tokenize='porter unicode61 remove_diacritics 2'
 );
 INSERT INTO tool_fts(tool_fts, rank) VALUES ('rank', 'bm25({", ".join(str(w) for w in WEIGHTS)})');
 """
@@ -216,26 +217,86 @@ STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 MAX_QUERY_WORDS = 32
 
 
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    # how agents ask → how tool names and descriptions say it
+    "open": ("create",),
+    "make": ("create",),
+    "new": ("create",),
+    "add": ("create",),
+    "write": ("create", "update"),
+    "remove": ("delete",),
+    "erase": ("delete",),
+    "drop": ("delete",),
+    "change": ("update",),
+    "modify": ("update",),
+    "edit": ("update",),
+    "rename": ("move",),
+    "show": ("get", "list"),
+    "display": ("get", "list"),
+    "view": ("get",),
+    "fetch": ("get",),
+    "retrieve": ("get",),
+    "read": ("get",),
+    "find": ("search",),
+    "look": ("search",),
+    "lookup": ("search",),
+    "ticket": ("issue",),
+    "bug": ("issue",),
+    "pr": ("pull", "request"),
+    "mr": ("merge", "request"),
+    "folder": ("directory",),
+    "dir": ("directory",),
+    "email": ("gmail", "mail", "message"),
+    "mail": ("gmail", "email", "message"),
+    "meeting": ("event",),
+    "appointment": ("event",),
+    "now": ("current",),
+    "today": ("current",),
+    "run": ("execute",),
+    "execute": ("run",),
+    "done": ("complete", "close", "transition"),
+    "finish": ("complete", "close"),
+    "complete": ("close",),
+    "picture": ("image", "screenshot"),
+    "photo": ("image",),
+    "go": ("navigate",),
+    "visit": ("navigate",),
+    "url": ("navigate", "link"),
+    "webpage": ("page", "web"),
+    "website": ("site", "web"),
+    "send": ("post",),
+    "history": ("log",),
+    "kill": ("terminate",),
+    "graph": ("chart",),
+    "plot": ("chart",),
+    "ticker": ("stock", "symbol"),
+    "share": ("stock",),
+}
+"""Query words that also search for the words tools usually use for the same thing."""
+
+
 def query_words(query: str) -> list[str]:
-    """The words a query searches for: split like names, stopwords dropped, deduplicated, capped."""
-    words = list(dict.fromkeys(split_words(query)))
-    kept = [w for w in words if w not in STOPWORDS]
-    return (kept or words)[:MAX_QUERY_WORDS]
+    """The words a query searches for: split like names, stopwords dropped, deduplicated, capped.
+
+    Adjacent words are also joined (``on call`` → ``oncall``), and common verbs and nouns are
+    widened by ``SYNONYMS`` (``open`` → ``create``).
+    """
+    raw = split_words(query)
+    kept = [w for w in raw if w not in STOPWORDS] or raw
+    words = list(kept)
+    words += [
+        a + b
+        for a, b in itertools.pairwise(raw)
+        if len(a) + len(b) >= 5 and (a not in STOPWORDS or b not in STOPWORDS)
+    ]
+    for w in kept:
+        words.extend(SYNONYMS.get(w, ()))
+    return list(dict.fromkeys(words))[:MAX_QUERY_WORDS]
 
 
 def match_expression(words: Sequence[str]) -> str:
-    """An FTS5 query matching any of ``words`` (each a quoted string, so never FTS5 syntax).
-
-    Words of 4+ characters also match as a prefix of an indexed token (``repo`` finds
-    ``repository``), which the porter stemmer alone does not do.
-    """
-    terms: list[str] = []
-    for word in words:
-        quoted = '"' + word.replace('"', '""') + '"'
-        terms.append(quoted)
-        if len(word) >= 4:
-            terms.append(quoted + " *")
-    return " OR ".join(terms)
+    """An FTS5 query matching any of ``words`` (each a quoted string, so never FTS5 syntax)."""
+    return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
 
 
 _HIT_COLUMNS = "t.name, t.upstream, t.tool, t.description, t.input_schema"
@@ -259,15 +320,15 @@ def search(
     if not words or k <= 0 or (allowed is not None and not allowed):
         return []
     order = "rank" if weights is None else f"bm25(tool_fts, {', '.join(str(float(w)) for w in weights)})"
-    sql = (
-        f"SELECT {_HIT_COLUMNS}, {order} AS score"
-        " FROM tool_fts JOIN tool_index AS t ON t.rowid = tool_fts.rowid WHERE tool_fts MATCH ?"
-    )
+    inner = f"SELECT rowid, {order} AS score FROM tool_fts WHERE tool_fts MATCH ?"
     args: list[Any] = [match_expression(words)]
     if allowed is not None:
-        sql += " AND t.name IN (SELECT value FROM json_each(?))"
+        inner += " AND rowid IN (SELECT rowid FROM tool_index WHERE name IN (SELECT value FROM json_each(?)))"
         args.append(json.dumps(sorted(allowed)))
-    sql += " ORDER BY score, t.name LIMIT ?"
+    sql = (
+        f"SELECT {_HIT_COLUMNS}, f.score FROM ({inner} ORDER BY score, rowid LIMIT ?) AS f"
+        " JOIN tool_index AS t ON t.rowid = f.rowid ORDER BY f.score, f.rowid"
+    )
     args.append(k)
     return [_hit(row) for row in conn.execute(sql, args)]
 
