@@ -189,7 +189,7 @@ class UpstreamLink:
                 "capabilities": {},
                 "clientInfo": {"name": "harness-gateway", "version": __version__},
             },
-            timeout=min(INIT_TIMEOUT_S, self.config.timeout),
+            timeout=INIT_TIMEOUT_S,  # a slow start (npx, a JVM) is not a slow call
         )
         self.protocol_version = str(init.get("protocolVersion", ""))
         self.send_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
