@@ -70,9 +70,11 @@ _FTS_DELETE_UPSTREAM = (
     " FROM tool_index WHERE upstream = ?"
 )
 _INSERT = (
-    "INSERT INTO tool_index(name, upstream, tool, description, input_schema,"
-    " tool_words, upstream_words, params, param_docs, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO tool_index(rowid, name, upstream, tool, description, input_schema,"
+    " tool_words, upstream_words, params, param_docs, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+MAX_TOOLS_PER_CATALOG = 65_536
+"""A row's id is ``position * MAX_TOOLS_PER_CATALOG + index``: the same live and after any replay."""
 _FTS_INSERT = f"INSERT INTO tool_fts(rowid, {_COLS}) SELECT rowid, {_COLS} FROM tool_index WHERE upstream = ?"
 
 _HUMPS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=[0-9])")
@@ -149,10 +151,11 @@ def _param_texts(schema: dict[str, Any]) -> tuple[str, str]:
     return " ".join(names), " ".join(docs)
 
 
-def index_row(row: ToolRow, position: int) -> tuple[Any, ...]:
-    """The ``tool_index`` row of one tool."""
+def index_row(row: ToolRow, position: int, index: int) -> tuple[Any, ...]:
+    """The ``tool_index`` row of the ``index``-th tool of the catalogue event at ``position``."""
     params, param_docs = _param_texts(row.input_schema)
     return (
+        position * MAX_TOOLS_PER_CATALOG + index,
         exposed_name(row.upstream, row.tool),
         row.upstream,
         row.tool,
@@ -185,7 +188,8 @@ class ToolIndexProjection:
                 continue  # not a JSON array: keep what the upstream listed before
             cursor.execute(_FTS_DELETE_UPSTREAM, (ev.upstream,))
             cursor.execute("DELETE FROM tool_index WHERE upstream = ?", (ev.upstream,))
-            cursor.executemany(_INSERT, [index_row(t, env.position) for t in tools])
+            rows = [index_row(t, env.position, i) for i, t in enumerate(tools[:MAX_TOOLS_PER_CATALOG])]
+            cursor.executemany(_INSERT, rows)
             cursor.execute(_FTS_INSERT, (ev.upstream,))
 
     def forget(self, cursor: apsw.Cursor, before: float) -> None:

@@ -81,3 +81,17 @@ def test_a_projection_behind_the_log_is_caught_up_when_the_writer_starts(tmp_pat
     ref.stop()
     rows = apsw.Connection(str(path)).execute("SELECT count(*) FROM call_log").get
     assert rows == 5
+
+
+def test_the_writer_reports_each_committed_position_to_on_commit(tmp_path):
+    committed: list[int] = []
+    intake = EventIntake()
+    ref = LogWriterActor.start(tmp_path / "h.db", intake, on_commit=committed.append)
+    intake.attach(ref)
+    try:
+        for i in range(300):
+            intake.emit(closed(i))
+        ref.proxy().wait_flushed().get(timeout=10)
+    finally:
+        ref.stop()
+    assert committed == sorted(committed) and committed[-1] == 300

@@ -61,7 +61,7 @@ def write_log(path: Path, events: Sequence[Event], batch: int = 50) -> None:
 def snapshot(path: Path, tables: Sequence[str] = PROJECTION_TABLES) -> dict[str, list[tuple[Any, ...]]]:
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2, 3, 4").fetchall() for t in tables}
+        return {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
     finally:
         conn.close()
 

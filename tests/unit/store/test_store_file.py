@@ -56,3 +56,64 @@ def test_a_store_of_another_schema_version_is_refused_with_what_to_do(tmp_path):
 def test_reading_a_missing_store_says_so(tmp_path):
     with pytest.raises(StoreError, match="no store here"):
         open_read_only(tmp_path / "missing.db")
+
+
+def test_a_schema_1_store_is_migrated_to_let_retention_delete(tmp_path):
+    path = tmp_path / "harness.db"
+    conn = apsw.Connection(str(path))
+    conn.execute(
+        """
+        CREATE TABLE store_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO store_meta VALUES ('format', 'harness-store'), ('schema_version', '1');
+        CREATE TABLE events(position INTEGER PRIMARY KEY, ts REAL NOT NULL, name TEXT NOT NULL,
+            version INTEGER NOT NULL, correlation TEXT NOT NULL, data TEXT NOT NULL);
+        CREATE TRIGGER events_refuse_delete BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'the event log is append-only: DELETE refused'); END;
+        CREATE TABLE projection_checkpoints(name TEXT PRIMARY KEY, version INTEGER NOT NULL,
+            position INTEGER NOT NULL);
+        INSERT INTO events VALUES (1, 1.0, 'daemon.stopped', 1, '', '{}');
+        """
+    )
+    conn.close()
+    open_read_only(path).close()  # readers accept the old schema as it is
+    conn = open_for_writing(path)
+    assert conn.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").get == str(
+        SCHEMA_VERSION
+    )
+    with pytest.raises(apsw.ConstraintError, match="append-only"):
+        conn.execute("DELETE FROM events")
+    with conn:
+        conn.execute("INSERT INTO store_meta VALUES ('retention_cutoff', '2.0')")
+        conn.execute("DELETE FROM events WHERE position = 1")
+        conn.execute("DELETE FROM store_meta WHERE key = 'retention_cutoff'")
+    assert conn.execute("SELECT count(*) FROM events").get == 0
+
+
+def test_a_projection_at_another_version_is_rebuilt_from_the_log(tmp_path):
+    from harness.actors.log_writer import EventIntake, LogWriterActor
+    from harness.projections import CallLogProjection, ProjectionVersionError, all_projections, install
+    from harness.store import append, envelopes_for
+
+    path = tmp_path / "harness.db"
+    conn = open_for_writing(path)
+    install(conn, all_projections())
+    with conn:
+        append(conn.cursor(), envelopes_for([_call(i) for i in range(3)], 1))
+    conn.execute("UPDATE projection_checkpoints SET version = 0 WHERE name = 'call_log'")
+    conn.execute("DROP TABLE call_log")
+    conn.execute("CREATE TABLE call_log(stale)")
+    with pytest.raises(ProjectionVersionError, match="harness replay"):
+        install(conn, [CallLogProjection()], rebuild=False)
+    conn.close()
+    ref = LogWriterActor.start(path, EventIntake())
+    ref.proxy().wait_flushed().get(timeout=10)
+    ref.stop()
+    conn = open_read_only(path)
+    assert conn.execute("SELECT count(*) FROM call_log").get == 3
+    assert conn.execute("SELECT version FROM projection_checkpoints WHERE name = 'call_log'").get == 2
+
+
+def _call(i):
+    from tests_support import call_event
+
+    return call_event(i)
