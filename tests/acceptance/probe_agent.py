@@ -45,11 +45,26 @@ async def run(args: argparse.Namespace) -> dict:
     return out
 
 
-async def call(client: Client, name: str, arguments: dict, cancel_after_ms: float | None = None) -> dict:
+async def call(
+    client: Client, name: str, arguments: dict, cancel_after_ms: float | None = None, progress: bool = False
+) -> dict:
     """One call; its outcome and the wall-clock time it ended (or was cancelled) at."""
+    seen: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append(value)
+
     try:
         if cancel_after_ms is None:
-            result = await client.call_tool(name, arguments)
+            result = await client.call_tool(
+                name, arguments, progress_callback=on_progress if progress else None
+            )
+            if progress:
+                return {
+                    "result": result.model_dump(mode="json", by_alias=True, exclude_none=True),
+                    "progress": seen,
+                    "t_end": time.time(),
+                }
         else:
             with anyio.move_on_after(cancel_after_ms / 1000) as scope:
                 result = await client.call_tool(name, arguments)
@@ -69,7 +84,13 @@ async def run_step(client: Client, step: dict, changed: anyio.Event) -> dict:
     if op == "list":
         return {"tools": [t.name for t in (await client.list_tools()).tools]}
     if op == "call":
-        return await call(client, step["name"], step.get("arguments", {}), step.get("cancel_after_ms"))
+        return await call(
+            client,
+            step["name"],
+            step.get("arguments", {}),
+            step.get("cancel_after_ms"),
+            step.get("progress", False),
+        )
     if op == "parallel":
         results: list[dict] = [{} for _ in step["steps"]]
 
