@@ -38,7 +38,7 @@ def append(cursor: apsw.Cursor, envelopes: Sequence[Envelope]) -> None:
     """Insert envelopes (inside the caller's transaction)."""
     cursor.executemany(
         _INSERT,
-        [(e.position, e.event.ts, e.name, e.version, e.correlation, encode(e.event)) for e in envelopes],
+        [(e.position, e.ts, e.name, e.version, e.correlation, encode(e.event)) for e in envelopes],
     )
 
 
