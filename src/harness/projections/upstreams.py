@@ -2,9 +2,9 @@
 
 States: ``starting`` (process spawned, no catalogue yet), ``up`` (initialize and tools/list
 answered), ``restarting`` (it exited on its own; the daemon restarts it after ``restart_delay``),
-``stopped`` (the daemon stopped it, or the daemon itself (re)started and has not started it yet).
-``failed`` is reserved for supervision that gives up (issue 4). ``breaker`` is ``closed`` until
-breaker events exist.
+``stopped`` (the daemon stopped it, or the daemon itself (re)started and has not started it yet),
+``failed`` (it restarted too often; supervision gave up until ``harness restart`` or a reload).
+``breaker`` follows ``circuit.opened`` / ``circuit.closed``.
 
 To extend: add the stored name to ``handles`` and a method to ``_HANDLERS``; each handler gets one
 event and issues SQL. Events are applied one at a time, in order, so a handler may read the row.
@@ -17,12 +17,15 @@ from collections.abc import Callable, Sequence
 import apsw
 
 from harness.events import (
+    CircuitClosed,
+    CircuitOpened,
     DaemonStarted,
     Envelope,
     Event,
     ToolCatalogFetched,
     UpstreamExited,
     UpstreamStarted,
+    UpstreamStateChanged,
 )
 
 _DDL = """
@@ -80,7 +83,27 @@ def _daemon_started(cursor: apsw.Cursor, ev: Event) -> None:
     cursor.execute("UPDATE upstreams SET state = 'stopped', updated_ts = ?", (ev.ts,))
 
 
+def _state_changed(cursor: apsw.Cursor, ev: Event) -> None:
+    assert isinstance(ev, UpstreamStateChanged)
+    cursor.execute(_ENSURE, (ev.upstream, ev.ts))
+    cursor.execute(
+        "UPDATE upstreams SET state = ?, updated_ts = ? WHERE upstream = ?", (ev.state, ev.ts, ev.upstream)
+    )
+
+
+def _breaker(cursor: apsw.Cursor, ev: Event) -> None:
+    assert isinstance(ev, CircuitOpened | CircuitClosed)
+    cursor.execute(_ENSURE, (ev.upstream, ev.ts))
+    state = "open" if isinstance(ev, CircuitOpened) else "closed"
+    cursor.execute(
+        "UPDATE upstreams SET breaker = ?, updated_ts = ? WHERE upstream = ?", (state, ev.ts, ev.upstream)
+    )
+
+
 _HANDLERS: dict[str, Callable[[apsw.Cursor, Event], None]] = {
+    UpstreamStateChanged.STORED_NAME: _state_changed,
+    CircuitOpened.STORED_NAME: _breaker,
+    CircuitClosed.STORED_NAME: _breaker,
     UpstreamStarted.STORED_NAME: _started,
     ToolCatalogFetched.STORED_NAME: _catalog,
     UpstreamExited.STORED_NAME: _exited,
@@ -92,7 +115,7 @@ class UpstreamsProjection:
     """Folds upstream lifecycle events into one row of current state per upstream."""
 
     name: str = "upstreams"
-    version: int = 1
+    version: int = 2
     handles: frozenset[str] = frozenset(_HANDLERS)
     ddl: str = _DDL
     tables: tuple[str, ...] = ("upstreams",)

@@ -54,3 +54,27 @@ def test_a_stop_is_not_a_restart_and_a_new_daemon_starts_from_stopped():
     )
     web = rows(conn)["web"]
     assert (web["state"], web["restarts"]) == ("stopped", 0)
+
+
+def test_supervision_and_breaker_events_set_failed_and_the_breaker_state():
+    from harness.events import CircuitClosed, CircuitOpened, UpstreamStateChanged
+
+    conn = memory_store()
+    fold_into(
+        conn,
+        [
+            UpstreamStarted(ts=1, upstream="git", pid=10, command="c"),
+            catalog("git", [tool("a")], ts=2),
+            CircuitOpened(ts=3, upstream="git", failures=5, cooldown_s=30.0),
+        ],
+    )
+    assert (rows(conn)["git"]["state"], rows(conn)["git"]["breaker"]) == ("up", "open")
+    fold_into(
+        conn,
+        [
+            CircuitClosed(ts=4, upstream="git"),
+            UpstreamStateChanged(ts=5, upstream="git", state="failed", restarts=5, delay_s=None, reason="flapping"),
+        ],
+    )
+    git = rows(conn)["git"]
+    assert (git["state"], git["breaker"], git["updated_ts"]) == ("failed", "closed", 5)
