@@ -206,3 +206,31 @@ def test_the_bridge_imports_no_third_party_module(tmp_path):
     assert third_party == set()
     assert "harness" in imported
     assert sys.stdlib_module_names  # the check above is against known third-party roots
+
+
+def test_the_daemon_removes_calls_older_than_call_log_days_at_start(start_daemon, tmp_path):
+    from tests_support import call_event
+
+    from harness.actors.log_writer import EventIntake, LogWriterActor
+
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    now = time.time()
+    writer = LogWriterActor.start(state / "harness.db", EventIntake())
+    try:
+        old = [call_event(i, ts=now - 3 * 86_400 - i) for i in range(5)]
+        fresh = [call_event(10 + i, ts=now - 3600 - i) for i in range(3)]
+        writer.proxy().write(old + fresh).get(timeout=10)
+    finally:
+        writer.stop()
+    daemon = start_daemon(f"[mcp]\ncall_log_days = 1\n\n[mcp.demo]\nargv = {toml_list(UPSTREAM)}\n")
+
+    def compacted():
+        conn = apsw.Connection(str(daemon.db), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            return conn.execute("SELECT count(*) FROM events WHERE name = 'retention.compacted'").get
+        finally:
+            conn.close()
+
+    wait_until(compacted, timeout=10)
+    assert len(daemon.calls()) == 3

@@ -15,7 +15,6 @@ from harness.config.errors import ConfigError
 
 NOT_SUPPORTED_YET: Mapping[str, object] = MappingProxyType(
     {
-        "mcp.call_log_days": 30,
         "mcp.prompt_paths": (),
         "mcp.skill_paths": (),
         "mcp.listen": "",

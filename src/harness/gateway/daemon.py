@@ -16,7 +16,7 @@ import anyio
 import pykka
 
 from harness import __version__
-from harness.actors.log_writer import EventIntake, LogWriterActor
+from harness.actors.log_writer import Compact, EventIntake, LogWriterActor
 from harness.actors.policy import ApplyConfig, PolicyActor, RoutingSnapshot, SnapshotBox
 from harness.config import Config, ConfigError, HarnessConfig, UpstreamConfig, load_config
 from harness.config.model import loopback_address
@@ -32,6 +32,8 @@ from harness.gateway.upstream import INIT_TIMEOUT_S, UpstreamLink
 from harness.metrics import TOOL_SCHEMA_BYTES, serve_metrics
 
 log = logging.getLogger("harness.daemon")
+
+RETENTION_INTERVAL_S = 3600.0
 
 
 class Daemon:
@@ -202,6 +204,20 @@ class Daemon:
         for cfg in self.config.harnesses.values():
             if cfg.autostart:
                 await self._spawn(cfg)
+        retention = asyncio.get_running_loop().create_task(self._retention())
+        self._background.add(retention)
+        retention.add_done_callback(self._background.discard)
+
+    async def _retention(self) -> None:
+        """Remove events and call-log rows older than ``call_log_days``: at start, then hourly.
+
+        The writer runs each compaction in its own thread, draining calls between its steps.
+        """
+        while True:
+            if self._writer is not None:
+                cutoff = time.time() - self.config.mcp.call_log_days * 86_400
+                self._writer.tell(Compact(older_than=cutoff))
+            await asyncio.sleep(RETENTION_INTERVAL_S)
 
     async def _restart(self, name: str) -> dict[str, Any]:
         """Restart a harness (stop, spawn with a fresh token) or an upstream (its history forgotten)."""
@@ -296,6 +312,8 @@ class Daemon:
         self._stop.set()
 
     async def _shutdown(self) -> None:
+        for task in list(self._background):
+            task.cancel()
         if self._server is not None:
             self._server.close()
         for session in list(self.sessions):
