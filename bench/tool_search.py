@@ -99,14 +99,16 @@ def quality(conn: apsw.Connection, queries: list[dict], weights: tuple[float, ..
     return {"recall@5": recall5 / n, "mrr@10": rr / n, "misses": misses}
 
 
-def latency(conn: apsw.Connection, queries: list[dict], rounds: int) -> dict:
+def latency(
+    conn: apsw.Connection, queries: list[dict], rounds: int, allowed: frozenset[str] | None = None
+) -> dict:
     for q in queries:  # warm
-        search(conn, q["query"], k=10)
+        search(conn, q["query"], k=10, allowed=allowed)
     samples = []
     for _ in range(rounds):
         for q in queries:
             t = time.perf_counter()
-            search(conn, q["query"], k=10)
+            search(conn, q["query"], k=10, allowed=allowed)
             samples.append((time.perf_counter() - t) * 1000)
     samples.sort()
     return {"p50": statistics.median(samples), "p95": samples[int(len(samples) * 0.95)], "n": len(samples)}
@@ -152,10 +154,17 @@ def main() -> int:
     q = quality(real, queries)
     small = latency(real, queries, a.rounds)
     large = latency(big, queries, a.rounds)
+    names = [n for (n,) in big.execute("SELECT name FROM tool_index ORDER BY rowid")]
+    policy = frozenset(names[: len(names) // 3])  # a policy allowing a third of the tools
+    restricted = latency(big, queries, a.rounds, policy)
     print(f"# tool_search: {len(queries)} queries, weights {WEIGHTS}")
     print(f"quality at {n_real:,} tools: recall@5 {q['recall@5']:.3f}  MRR@10 {q['mrr@10']:.3f}")
     for count, lat in ((n_real, small), (n_big, large)):
         print(f"latency at {count:,} tools: p50 {lat['p50']:.3f} ms  p95 {lat['p95']:.3f}  (n={lat['n']})")
+    print(
+        f"latency at {n_big:,} tools, allowed = {len(policy):,} of them: p50 {restricted['p50']:.3f} ms"
+        f"  p95 {restricted['p95']:.3f}"
+    )
     if a.misses:
         for query, rank, top in q["misses"]:
             print(f"  miss: {query!r}: expected at rank {rank}; top {top}")

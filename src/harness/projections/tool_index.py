@@ -23,6 +23,7 @@ lists leaves the index.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -317,24 +318,43 @@ def search(
     """The ``k`` tools best matching ``query``, best first; only names in ``allowed`` if given.
 
     The query is read as plain words (any FTS5 syntax in it is just text); an empty query, or one
-    with no word characters, returns []. ``allowed`` is applied in SQL, before the limit.
+    with no word characters, returns []. ``allowed`` is applied in SQL, before the limit; pass a
+    frozenset to have its JSON encoding cached between searches.
     ``weights`` overrides the column weights (for tuning; the default is the table's ``rank``).
     """
     words = query_words(query)
     if not words or k <= 0 or (allowed is not None and not allowed):
         return []
     order = "rank" if weights is None else f"bm25(tool_fts, {', '.join(str(float(w)) for w in weights)})"
-    inner = f"SELECT rowid, {order} AS score FROM tool_fts WHERE tool_fts MATCH ?"
     args: list[Any] = [match_expression(words)]
-    if allowed is not None:
-        inner += " AND rowid IN (SELECT rowid FROM tool_index WHERE name IN (SELECT value FROM json_each(?)))"
-        args.append(json.dumps(sorted(allowed)))
+    if allowed is None:
+        inner = f"SELECT tool_fts.rowid AS rowid, {order} AS score FROM tool_fts WHERE tool_fts MATCH ?"
+    else:
+        # a join checked per match: cheaper than a rowid constraint, which FTS5 would run per rowid
+        inner = (
+            f"SELECT tool_fts.rowid AS rowid, {order} AS score FROM tool_fts"
+            " JOIN tool_index AS a ON a.rowid = tool_fts.rowid"
+            " WHERE tool_fts MATCH ? AND a.name IN (SELECT value FROM json_each(?))"
+        )
+        args.append(_names_json(allowed))
     sql = (
         f"SELECT {_HIT_COLUMNS}, f.score FROM ({inner} ORDER BY score, rowid LIMIT ?) AS f"
         " JOIN tool_index AS t ON t.rowid = f.rowid ORDER BY f.score, f.rowid"
     )
     args.append(k)
     return [_hit(row) for row in conn.execute(sql, args)]
+
+
+@functools.lru_cache(maxsize=64)
+def _frozen_names_json(names: frozenset[str]) -> str:
+    return json.dumps(list(names))
+
+
+def _names_json(names: Collection[str]) -> str:
+    """``names`` as a JSON array; cached for a frozenset (a policy's allowed set is reused per search)."""
+    if isinstance(names, frozenset):
+        return _frozen_names_json(names)
+    return json.dumps(list(names))
 
 
 def _hit(row: Sequence[Any]) -> ToolHit:
@@ -348,7 +368,7 @@ def all_tools(conn: apsw.Connection, *, allowed: Collection[str] | None = None) 
     args: list[Any] = []
     if allowed is not None:
         sql += " WHERE t.name IN (SELECT value FROM json_each(?))"
-        args.append(json.dumps(sorted(allowed)))
+        args.append(_names_json(allowed))
     return [_hit(row) for row in conn.execute(sql + " ORDER BY t.name, t.rowid", args)]
 
 
