@@ -6,7 +6,7 @@ version (``VERSION``); neither derives from the module path, and a stored name i
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -112,9 +112,9 @@ def correlation_of(event: Event) -> str:
     attrs = _correlating_fields.get(cls)
     if attrs is None:
         attrs = _correlating_fields[cls] = tuple(a for a in _CORRELATING if a in cls.model_fields)
-    data: Any = event
+    fields = event.__dict__
     for attr in attrs:
-        value = getattr(data, attr)
+        value = fields[attr]
         if value:
             return str(value)
     return ""

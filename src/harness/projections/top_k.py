@@ -72,29 +72,26 @@ class TopKProjection:
 
         Like ``call_log``: event objects are counted in Python, stored rows in SQL; same result.
         """
-        current = [e for e in envelopes if e.version == ToolCallCompleted.VERSION]
-        if current:
-            cursor.execute(
-                _UPSERT_FROM_LOG,
-                (
-                    current[0].position,
-                    current[-1].position,
-                    ToolCallCompleted.STORED_NAME,
-                    ToolCallCompleted.VERSION,
-                ),
-            )
+        version = ToolCallCompleted.VERSION
+        if all(not e.decoded and e.version == version for e in envelopes):
+            first, last = envelopes[0].position, envelopes[-1].position
+            cursor.execute(_UPSERT_FROM_LOG, (first, last, ToolCallCompleted.STORED_NAME, version))
+            return
         buckets: dict[tuple[str, int, str, str], list[int]] = {}
         for env in envelopes:
-            if env.version == ToolCallCompleted.VERSION:
-                continue
-            ev = env.event  # an older version, upcast
+            ev = env.event
             assert isinstance(ev, ToolCallCompleted)
-            if ev.harness is None or ev.outcome not in COUNTED_OUTCOMES or ev.upstream == GATEWAY_UPSTREAM:
+            f = ev.__dict__
+            harness, upstream = f["harness"], f["upstream"]
+            if harness is None or f["outcome"] not in COUNTED_OUTCOMES or upstream == GATEWAY_UPSTREAM:
                 continue
-            key = (ev.harness, math.floor(ev.ts / HOUR), ev.upstream, ev.tool)
-            bucket = buckets.setdefault(key, [0, 0])
-            bucket[0] += 1
-            bucket[1] = max(bucket[1], env.position)
+            key = (harness, math.floor(f["ts"] / HOUR), upstream, f["tool"])
+            bucket = buckets.get(key)
+            if bucket is None:
+                buckets[key] = [1, env.position]
+            else:
+                bucket[0] += 1
+                bucket[1] = env.position  # envelopes come in position order
         if buckets:
             cursor.executemany(_UPSERT, [(*key, n, last) for key, (n, last) in buckets.items()])
 
