@@ -73,7 +73,9 @@ def test_supervision_and_breaker_events_set_failed_and_the_breaker_state():
         conn,
         [
             CircuitClosed(ts=4, upstream="git"),
-            UpstreamStateChanged(ts=5, upstream="git", state="failed", restarts=5, delay_s=None, reason="flapping"),
+            UpstreamStateChanged(
+                ts=5, upstream="git", state="failed", restarts=5, delay_s=None, reason="flapping"
+            ),
         ],
     )
     git = rows(conn)["git"]
