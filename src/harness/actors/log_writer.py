@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -18,6 +20,8 @@ from harness.metrics import CALL_LOG_DROPPED
 from harness.projections import Projection, all_projections, fold, install
 from harness.projections.retention import CompactionResult, compact
 from harness.store import append, envelopes_for, last_position, open_for_writing, read_rows, to_envelope
+
+log = logging.getLogger("harness.log_writer")
 
 DEFAULT_CAPACITY = 65_536
 """Events the intake holds before it drops (and counts) new ones."""
@@ -153,13 +157,19 @@ class LogWriterActor(pykka.ThreadingActor):
                 time.sleep(GROUP_WINDOW_S)  # the wake flag stays set: no further wake-ups meanwhile
             self._drain()
         elif isinstance(message, Compact):
-            return self.compact(message.older_than)
+            try:
+                return self.compact(message.older_than)
+            except Exception:  # a told command must not stop the only writer
+                log.exception("retention compaction failed; the log is as the last finished step left it")
+                return None
         return None
 
     def compact(self, older_than: float) -> CompactionResult:
         """Run retention now (see ``Compact``); the intake is drained between its steps."""
         conn = self._conn
         assert conn is not None
+        if not math.isfinite(older_than):
+            raise ValueError(f"older_than must be a finite time, not {older_than!r}")
         self._drain()
         result = compact(
             conn, older_than=older_than, projections=self._projections, between_steps=self._drain

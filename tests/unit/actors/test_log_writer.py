@@ -95,3 +95,18 @@ def test_the_writer_reports_each_committed_position_to_on_commit(tmp_path):
     finally:
         ref.stop()
     assert committed == sorted(committed) and committed[-1] == 300
+
+
+def test_a_failing_compaction_told_to_the_writer_does_not_stop_it(tmp_path, caplog):
+    from harness.actors.log_writer import Compact
+
+    intake = EventIntake()
+    ref = LogWriterActor.start(tmp_path / "h.db", intake)
+    intake.attach(ref)
+    try:
+        ref.tell(Compact(older_than=float("nan")))
+        intake.emit(closed(1))
+        assert ref.proxy().wait_flushed().get(timeout=10) == 1
+    finally:
+        ref.stop()
+    assert "retention compaction failed" in caplog.text
