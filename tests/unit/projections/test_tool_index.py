@@ -172,3 +172,11 @@ def test_the_real_catalogues_are_all_indexed_and_searchable():
     assert "github__create_pull_request" in names(search(conn, "open a pull request on github", k=3))
     gitlab = [t for t in all_tools(conn) if t.upstream == "gitlab"]
     assert gitlab and all(json.dumps(t.input_schema) for t in gitlab)  # schemas without "type" are fine
+
+
+@pytest.mark.parametrize(
+    "query", ["\ud800 commit", "com\x00mit", "x" * 100_000 + " commit", "٣ ǅ commit", "\n\t"]
+)
+def test_surrogates_nul_and_huge_words_are_safe(query):
+    hits = search(_shared_conn(), query)
+    assert query.strip() == "" or hits
