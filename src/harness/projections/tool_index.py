@@ -16,6 +16,8 @@ column              what                                                        
 Names are split at ``_``, ``-``, ``.``, spaces, camelCase humps and letter/digit changes
 (``getPullRequest`` → ``get pull request``). The tokenizer is ``porter unicode61`` (stemmed,
 diacritics folded). Weights were tuned on ``bench/data/tool_queries.json`` (``bench/tool_search.py``).
+A query is read as words (``query_words``: stop words dropped, adjacent words also joined, a few
+synonyms added) and matches any of them.
 
 A catalogue event replaces every earlier entry of its upstream, so a tool the upstream no longer
 lists leaves the index.
@@ -37,7 +39,9 @@ from harness.events import Envelope, ToolCatalogFetched
 from harness.naming import exposed_name
 
 WEIGHTS: tuple[float, ...] = (24.0, 1.5, 1.0, 2.25, 0.25)
-"""bm25 weights of tool_words, upstream_words, description, params, param_docs (in that order)."""
+"""bm25 weights of tool_words, upstream_words, description, params, param_docs (in that order).
+
+They are stored in the table's ``rank`` configuration: changing them means bumping ``version``."""
 
 FTS_COLUMNS: tuple[str, ...] = ("tool_words", "upstream_words", "description", "params", "param_docs")
 

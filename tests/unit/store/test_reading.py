@@ -91,3 +91,16 @@ def test_a_store_without_the_new_projections_says_what_to_do(tmp_path):
     open_for_writing(tmp_path / "h.db").close()
     with harness.open_store(tmp_path / "h.db") as view, pytest.raises(StoreError, match="start the daemon"):
         view.search_tools("x")
+
+
+def test_the_python_example_in_docs_dataset_md_runs(store):
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[3] / "docs" / "dataset.md").read_text()
+    (code,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    code = code.replace('"~/.local/state/harness/harness.db"', repr(str(store.path)))
+    code = code.replace("        ...\n", "        pass\n")
+    namespace: dict = {}
+    exec(compile(code, "docs/dataset.md", "exec"), namespace)
+    assert len(namespace["calls"]) == len(store.calls())
