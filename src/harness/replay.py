@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import apsw
+
 from harness.events import Envelope
-from harness.projections import all_projections, fold, install
+from harness.projections import Projection, all_projections, fold, install
 from harness.store import StoreError, append_raw, open_for_writing, open_read_only, read_rows, to_envelope
 
 BATCH = 8192
@@ -103,21 +105,20 @@ def replay(
     return ReplayResult(copied, seconds)
 
 
-def _flush(target: object, projections: object, rows: list[tuple[int, float, str, int, str, str]]) -> None:
-    import apsw
-
-    assert isinstance(target, apsw.Connection)
+def _flush(
+    target: apsw.Connection,
+    projections: Sequence[Projection],
+    rows: list[tuple[int, float, str, int, str, str]],
+) -> None:
+    """Append stored rows as they are and fold them (stored rows fold in SQL where they can)."""
     envelopes: list[Envelope] = [to_envelope(r) for r in rows]
     with target:
         cursor = target.cursor()
         append_raw(cursor, rows)
-        fold(cursor, projections, envelopes)  # type: ignore[arg-type]
+        fold(cursor, projections, envelopes)
 
 
-def _count(source: object, since: float | None, until: float | None) -> int:
-    import apsw
-
-    assert isinstance(source, apsw.Connection)
+def _count(source: apsw.Connection, since: float | None, until: float | None) -> int:
     sql = "SELECT count(*) FROM events WHERE 1"
     args: list[float] = []
     if since is not None:
