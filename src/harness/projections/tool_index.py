@@ -322,31 +322,34 @@ def search(
     """The ``k`` tools best matching ``query``, best first; only names in ``allowed`` if given.
 
     The query is read as plain words (any FTS5 syntax in it is just text); an empty query, or one
-    with no word characters, returns []. ``allowed`` is applied in SQL, before the limit; pass a
-    frozenset to have its JSON encoding cached between searches.
+    with no word characters, returns []. ``allowed`` filters the ranked matches, widening the window
+    until ``k`` allowed tools are found or the matches run out (never short of what is allowed).
     ``weights`` overrides the column weights (for tuning; the default is the table's ``rank``).
     """
     words = query_words(query)
     if not words or k <= 0 or (allowed is not None and not allowed):
         return []
     order = "rank" if weights is None else f"bm25(tool_fts, {', '.join(str(float(w)) for w in weights)})"
-    args: list[Any] = [match_expression(words)]
-    if allowed is None:
-        inner = f"SELECT tool_fts.rowid AS rowid, {order} AS score FROM tool_fts WHERE tool_fts MATCH ?"
-    else:
-        # a join checked per match: cheaper than a rowid constraint, which FTS5 would run per rowid
-        inner = (
-            f"SELECT tool_fts.rowid AS rowid, {order} AS score FROM tool_fts"
-            " JOIN tool_index AS a ON a.rowid = tool_fts.rowid"
-            " WHERE tool_fts MATCH ? AND a.name IN (SELECT value FROM json_each(?))"
-        )
-        args.append(_names_json(allowed))
     sql = (
-        f"SELECT {_HIT_COLUMNS}, f.score FROM ({inner} ORDER BY score, rowid LIMIT ?) AS f"
+        f"SELECT {_HIT_COLUMNS}, f.score FROM"
+        f" (SELECT tool_fts.rowid AS rowid, {order} AS score FROM tool_fts WHERE tool_fts MATCH ?"
+        " ORDER BY score, rowid LIMIT ?) AS f"
         " JOIN tool_index AS t ON t.rowid = f.rowid ORDER BY f.score, f.rowid"
     )
-    args.append(k)
-    return [_hit(row) for row in conn.execute(sql, args)]
+    expression = match_expression(words)
+    if allowed is None:
+        return [_hit(row) for row in conn.execute(sql, (expression, k))]
+    # The policy filter runs on the ranked matches, widening the window until k allowed tools are
+    # found or the matches run out: never short, and a set lookup per match instead of a per-search
+    # SQL index of every allowed name (which cost 1-4 ms at 1,374-5,000 tools).
+    permitted = allowed if isinstance(allowed, frozenset | set) else frozenset(allowed)
+    window = max(4 * k, 32)
+    while True:
+        rows = conn.execute(sql, (expression, window)).fetchall()
+        hits = [row for row in rows if row[0] in permitted]
+        if len(hits) >= k or len(rows) < window:
+            return [_hit(row) for row in hits[:k]]
+        window *= 8
 
 
 @functools.lru_cache(maxsize=64)
