@@ -20,6 +20,7 @@ import apsw
 from harness.events import Envelope
 from harness.projections import Projection, all_projections, fold, install
 from harness.store import StoreError, append_raw, open_for_writing, open_read_only, read_rows, to_envelope
+from harness.store.log import time_window
 
 BATCH = 8192
 
@@ -119,15 +120,8 @@ def _flush(
 
 
 def _count(source: apsw.Connection, since: float | None, until: float | None) -> int:
-    sql = "SELECT count(*) FROM events WHERE 1"
-    args: list[float] = []
-    if since is not None:
-        sql += " AND ts >= ?"
-        args.append(since)
-    if until is not None:
-        sql += " AND ts < ?"
-        args.append(until)
-    return int(source.execute(sql, args).get or 0)
+    window, args = time_window(since, until)
+    return int(source.execute(f"SELECT count(*) FROM events WHERE 1{window}", args).get or 0)
 
 
 def _print_progress(done: int, total: int, seconds: float) -> None:

@@ -47,19 +47,25 @@ def append_raw(cursor: apsw.Cursor, rows: Sequence[tuple[int, float, str, int, s
     cursor.executemany(_INSERT, rows)
 
 
-def read_rows(
-    conn: apsw.Connection, after: int = 0, since: float | None = None, until: float | None = None
-) -> Iterator[tuple[int, float, str, int, str, str]]:
-    """Stored rows in position order: (position, ts, name, version, correlation, data)."""
-    sql = "SELECT position, ts, name, version, correlation, data FROM events WHERE position > ?"
-    args: list[object] = [after]
+def time_window(since: float | None, until: float | None) -> tuple[str, list[object]]:
+    """SQL conditions (each starting with `` AND``) and their arguments for ``since <= ts < until``."""
+    sql, args = "", []
     if since is not None:
         sql += " AND ts >= ?"
         args.append(since)
     if until is not None:
         sql += " AND ts < ?"
         args.append(until)
-    yield from conn.execute(sql + " ORDER BY position", args)
+    return sql, args
+
+
+def read_rows(
+    conn: apsw.Connection, after: int = 0, since: float | None = None, until: float | None = None
+) -> Iterator[tuple[int, float, str, int, str, str]]:
+    """Stored rows in position order: (position, ts, name, version, correlation, data)."""
+    window, args = time_window(since, until)
+    sql = f"SELECT position, ts, name, version, correlation, data FROM events WHERE position > ?{window}"
+    yield from conn.execute(sql + " ORDER BY position", [after, *args])
 
 
 def to_envelope(row: Sequence[Any]) -> Envelope:
