@@ -49,7 +49,7 @@ def append_raw(cursor: apsw.Cursor, rows: Sequence[tuple[int, float, str, int, s
 
 def time_window(since: float | None, until: float | None) -> tuple[str, list[object]]:
     """SQL conditions (each starting with `` AND``) and their arguments for ``since <= ts < until``."""
-    sql, args = "", []
+    sql, args = "", list[object]()
     if since is not None:
         sql += " AND ts >= ?"
         args.append(since)
