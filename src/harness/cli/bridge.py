@@ -27,7 +27,7 @@ def _socket_path(state_dir: str | None) -> str:
     return os.path.join(base, "harness", "harness.sock")
 
 
-def _pump_to_stdout(sock: socket.socket, done: threading.Event) -> None:
+def _pump_to_stdout(sock: socket.socket) -> None:
     out = sys.stdout.buffer.raw if hasattr(sys.stdout.buffer, "raw") else sys.stdout.buffer
     fd = out.fileno()
     try:
@@ -37,8 +37,6 @@ def _pump_to_stdout(sock: socket.socket, done: threading.Event) -> None:
                 view = view[os.write(fd, view) :]
     except OSError:
         pass
-    finally:
-        done.set()
 
 
 def _pump_from_stdin(sock: socket.socket, stdin_closed: threading.Event) -> None:
@@ -72,10 +70,9 @@ def run(state_dir: str | None = None) -> int:
         "token": os.environ.get("HARNESS_MCP_TOKEN", ""),
     }
     sock.sendall(json.dumps(preamble).encode() + b"\n")
-    done = threading.Event()
     stdin_closed = threading.Event()
     threading.Thread(target=_pump_from_stdin, args=(sock, stdin_closed), daemon=True).start()
-    _pump_to_stdout(sock, done)
+    _pump_to_stdout(sock)
     sock.close()
     if stdin_closed.is_set():
         return 0

@@ -13,12 +13,12 @@ ENV_ALLOWLIST = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "TM
 """What a child may inherit from the daemon, plus ``LC_*``; nothing else of the daemon's environment."""
 
 
-def minimal_env(extra: Mapping[str, str] = {}, path_first: str | None = None) -> dict[str, str]:
+def minimal_env(extra: Mapping[str, str] | None = None, path_first: str | None = None) -> dict[str, str]:
     """The allowlisted part of the daemon's environment, then ``extra``."""
     env = {k: v for k, v in os.environ.items() if k in ENV_ALLOWLIST or k.startswith("LC_")}
     if path_first:
         env["PATH"] = os.pathsep.join(p for p in (path_first, env.get("PATH", "")) if p)
-    env.update(extra)
+    env.update(extra or {})
     return env
 
 
