@@ -101,6 +101,9 @@ async def run_step(client: Client, step: dict, changed: anyio.Event) -> dict:
             for i, sub in enumerate(step["steps"]):
                 group.start_soon(one, i, sub)
         return {"parallel": results}
+    if op == "repeat":
+        done = [await run_step(client, step["step"], changed) for _ in range(step["times"])]
+        return {"repeated": len(done), "errors": sum("error" in d for d in done)}
     if op == "sleep":
         await anyio.sleep(step["ms"] / 1000)
         return {"ok": True}
