@@ -94,6 +94,7 @@ def run_demo(calls: int = 5, state_dir: Path | None = None) -> int:
     print(f"  harness calls --state-dir {state}            # the call log")
     print(f"  harness calls --state-dir {state} --json     # as JSON lines, one per call")
     print(f"  sqlite3 {shlex.quote(str(paths.db))} 'select * from call_log'")
+    print(f"  harness tools --harness bob --config {shlex.quote(str(config))} --state-dir {state}")
     print(f"  {shlex.quote(str(paths.harness_logs))}/   # what each agent printed")
     print(f"  {config}      # the configuration; `harness daemon --config` runs it for real")
     return 0 if shown else 1
