@@ -129,7 +129,7 @@ def format_call(row: dict[str, Any]) -> str:
     reason = f" ({row['error_reason']})" if row.get("error_reason") and row["outcome"] != "ok" else ""
     tool = f"{row['upstream']}.{row['tool']}"
     return (
-        f"{row['ts']}  {who:<16} {tool:<34} {row["outcome"] + reason:<24} "
+        f"{row['ts']}  {who:<16} {tool:<34} {row['outcome'] + reason:<24} "
         f"{row['latency_ms']:>8.2f} ms  {row['response_bytes']:>7} B"
     )
 
