@@ -211,22 +211,10 @@ class Run:
     # ------------------------------------------------------------------ daemon access
 
     def control(self, command: str, args: dict[str, Any] | None = None, timeout: float = 5.0) -> Any:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(timeout)
-        with sock:
-            sock.connect(str(self.state / "harness.sock"))
-            pre = {"harness_bridge": 1, "kind": "control", "command": command, "args": args or {}}
-            sock.sendall(json.dumps(pre).encode() + b"\n")
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-        answer = json.loads(data)
-        if not answer.get("ok"):
-            raise RuntimeError(f"control {command}: {answer}")
-        return answer["result"]
+        from harness.cli.common import control_request
+        from harness.gateway.state_dir import StatePaths
+
+        return control_request(StatePaths(self.state), command, args, timeout=timeout)
 
     def children(self) -> list[psutil.Process]:
         assert self.dproc is not None
