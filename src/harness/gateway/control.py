@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.events import SessionOpened
 from harness.gateway import jsonrpc
+from harness.gateway.outbox import OUTBOX
 from harness.gateway.session import DownstreamSession
 
 log = logging.getLogger(__name__)
@@ -53,9 +54,13 @@ class BridgeConnection(asyncio.Protocol):
     def _send(self, data: bytes) -> None:
         transport = self._transport
         if transport is not None and not transport.is_closing():
-            transport.write(data)
+            OUTBOX.write(transport, data)
 
     def data_received(self, data: bytes) -> None:
+        with OUTBOX:
+            self._received(data)
+
+    def _received(self, data: bytes) -> None:
         try:
             lines = self._buffer.feed(data)
         except ValueError as exc:
@@ -119,8 +124,8 @@ class BridgeConnection(asyncio.Protocol):
 
     def _abort(self, reason: str) -> None:
         log.warning("closing a control-socket connection: %s", reason)
-        self._send(json.dumps({"harness_error": reason}).encode() + b"\n")
         if self._transport is not None:
+            self._transport.write(json.dumps({"harness_error": reason}).encode() + b"\n")
             self._transport.close()
             self._transport = None
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from harness.config import UpstreamConfig, resolve_upstream_env, resolve_upstream_headers
 from harness.gateway import jsonrpc
+from harness.gateway.outbox import OUTBOX
 from harness.gateway.processes import BoundedLog, minimal_env, signal_group, stop_group
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,8 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd == 1:
-            self.child.stdout_received(data)
+            with OUTBOX:
+                self.child.stdout_received(data)
         else:
             self.child.log.write(data)
 
@@ -108,7 +110,7 @@ class StdioChild:
         """Write one message line to the child's stdin."""
         stdin = self._stdin
         if stdin is not None and not stdin.is_closing():
-            stdin.write(jsonrpc.encode(message))
+            OUTBOX.write(stdin, jsonrpc.encode(message))
 
     def stdout_received(self, data: bytes) -> None:
         """Parse each complete line once and hand it on; garbage is logged and skipped."""

@@ -1,0 +1,42 @@
+"""Coalesced writes: one write per transport per input burst; immediate writes outside one."""
+
+from __future__ import annotations
+
+from harness.gateway.outbox import Outbox
+
+
+class Recorder:
+    def __init__(self, closing: bool = False):
+        self.writes: list[bytes] = []
+        self.closing = closing
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+
+def test_outside_an_input_callback_a_write_goes_out_at_once():
+    box, t = Outbox(), Recorder()
+    box.write(t, b"a")
+    assert t.writes == [b"a"]
+
+
+def test_writes_during_a_burst_leave_in_one_write_per_transport_in_order():
+    box, a, b = Outbox(), Recorder(), Recorder()
+    with box:
+        box.write(a, b"1")
+        with box:  # nested callbacks flush only when the outermost returns
+            box.write(b, b"x")
+            box.write(a, b"2")
+        assert a.writes == [] and b.writes == []
+    assert a.writes == [b"12"] and b.writes == [b"x"]
+
+
+def test_a_transport_closed_meanwhile_gets_nothing():
+    box, t = Outbox(), Recorder()
+    with box:
+        box.write(t, b"late")
+        t.closing = True
+    assert t.writes == []
