@@ -21,7 +21,6 @@ from typing import Any
 import pykka
 
 from harness import __version__
-from harness.actors.asking import Ask
 from harness.actors.breaker import (
     BreakerActor,
     BreakerState,
@@ -43,6 +42,7 @@ from harness.events import (
     UpstreamStarted,
 )
 from harness.gateway import jsonrpc
+from harness.gateway.actor_bridge import tell_then
 from harness.gateway.calls import CallInflight
 from harness.gateway.processes import BoundedLog
 from harness.gateway.transports import HttpSession, StdioChild, Transport
@@ -136,18 +136,14 @@ class UpstreamLink:
             self._emit(CircuitClosed(ts=time.time(), upstream=upstream))
 
     def _tell_then(self, actor: pykka.ActorRef[Any], message: Any, then: Callable[[Any], None]) -> None:
-        """Tell an actor and continue on the loop once it has handled the message."""
-        loop = asyncio.get_running_loop()
+        """Continue on the loop once the actor has handled the message (its answer to ``then``)."""
 
-        def reply(value: Any, exc: BaseException | None) -> None:
+        def continue_(value: Any, exc: BaseException | None) -> None:
             if exc is not None:
                 log.error("upstream %s: actor failed on %r: %s", self.name, message, exc)
-            loop.call_soon_threadsafe(then, value)
+            then(value)
 
-        try:
-            actor.tell(Ask(message, reply))
-        except pykka.ActorDeadError:  # stopping: nobody counts any more, answer anyway
-            then(None)
+        tell_then(actor, message, continue_)
 
     def _spawn_task(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
