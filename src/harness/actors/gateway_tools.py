@@ -6,8 +6,6 @@ from typing import Any, Final
 
 SEARCH_TOOLS: Final = "search_tools"
 CALL_TOOL: Final = "call_tool"
-RESERVED_NAMES: Final = frozenset({SEARCH_TOOLS, CALL_TOOL, "search_skills", "get_skill"})
-"""Names no upstream tool may take (upstream tools always carry ``<upstream>__``)."""
 
 SEARCH_K_DEFAULT: Final = 8
 SEARCH_K_MAX: Final = 50

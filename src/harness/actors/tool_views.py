@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -64,7 +63,6 @@ class ToolView:
     aliases: Mapping[str, str]
     tools: Mapping[str, Mapping[str, Any]]
     listing_json: bytes
-    fingerprint: str
 
     def resolve(self, name: str) -> Route | None:
         """The route of an exposed name, or of the unshortened ``<upstream>__<tool>`` form."""
@@ -94,7 +92,6 @@ def _view(
         aliases=MappingProxyType(aliases),
         tools=MappingProxyType(tools),
         listing_json=listing_json,
-        fingerprint=hashlib.sha256(listing_json).hexdigest(),
     )
 
 

@@ -113,8 +113,15 @@ class Daemon:
                 "pid": os.getpid(),
                 "version": __version__,
                 "upstreams": {
-                    n: {"state": str(u.state), "pid": u.pid, "tools": len(u.tools)}
-                    for n, u in self.links.items()
+                    name: {
+                        "state": str(link.state),
+                        "pid": link.pid,
+                        "tools": len(link.tools),
+                        "in_flight": link.in_flight,
+                        "waiting": link.waiting,
+                        "breaker": link.breaker_state.status,
+                    }
+                    for name, link in self.links.items()
                 },
                 "sessions": len(self.sessions),
             }

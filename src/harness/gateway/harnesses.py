@@ -168,9 +168,8 @@ class HarnessSpawner:
         await asyncio.gather(*(stop_group(p.pid, p.protocol.exited, term_after=0.0) for p in running))
 
     async def stop_all(self) -> None:
-        """SIGTERM every running harness's process group, then SIGKILL what is left."""
-        running = [p for p in self.processes.values() if p.running]
-        await asyncio.gather(*(stop_group(p.pid, p.protocol.exited, term_after=0.0) for p in running))
+        """Stop every harness, then SIGKILL each group: a leader that exited earlier may have left
+        members of its group behind."""
+        await self.stop(list(self.processes))
         for p in self.processes.values():
-            # A leader that exited earlier may have left members of its group behind.
             signal_group(p.pid, signal.SIGKILL)
