@@ -17,9 +17,11 @@ TOOL_LABELS_PER_UPSTREAM = 100
 """Distinct ``tool`` label values per upstream before the rest collapse into ``__other__``."""
 
 
-def args_hash(arguments: Any) -> str:
-    """Lowercase hex SHA-256 of the canonical JSON of the arguments (interfaces.md)."""
-    return hashlib.sha256(canonical_json(arguments).encode()).hexdigest()
+def args_hash(arguments: Any, canonical: str | None = None) -> str:
+    """Lowercase hex SHA-256 of the canonical JSON of the arguments (interfaces.md); pass
+    ``canonical`` when it is already made."""
+    text = canonical if canonical is not None else canonical_json(arguments)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class CallRecorder:
@@ -86,7 +88,7 @@ class CallRecorder:
             upstream=upstream,
             tool=tool,
             tier=tier,
-            args_hash=hashlib.sha256(canonical.encode()).hexdigest(),
+            args_hash=args_hash(arguments, canonical),
             args=stored_args,
             outcome=outcome,
             error_reason=reason,
