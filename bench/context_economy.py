@@ -2,7 +2,7 @@
 against FastMCP's own BM25 tool search, on the real tool catalogues in ``../shared/data/tool-catalogs``.
 
 1. Schema bytes per mode for one policy over every catalogue (54 upstreams, 1,374 tools), built by
-   ``harness.actors.tool_views.build_view`` (the ``tools/list`` bytes a session receives): untrimmed
+   ``harness.rules.exposure.build_view`` (the ``tools/list`` bytes a session receives): untrimmed
    full (the namespaced tool objects as received), trimmed full (``max_description_chars`` 300), lazy
    (``search_tools`` + ``call_tool``) and top_k (k=8, eight fixed tools as the harness's top set).
 2. ``tool_index.search`` (k=10) p50/p99 over the query set at 1,374 tools and at 5,000 (catalogues
@@ -34,10 +34,10 @@ from typing import Any
 
 import apsw
 
-from harness.actors.tool_views import ToolView, build_view, session_listing
 from harness.config import Config, PolicyConfig, UpstreamConfig
 from harness.projections.tool_index import search
-from harness.store.synthetic import load_catalogs
+from harness.rules.exposure import ToolView, build_view, session_listing
+from harness.testing.synthetic import load_catalogs
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

@@ -39,19 +39,16 @@ from typing import Any
 import apsw
 
 from harness.actors.log_writer import DEFAULT_CAPACITY, EventIntake, LogWriterActor
-from harness.actors.policy import Identity
-from harness.gateway.recording import CallRecorder
+from harness.events import Attribution
+from harness.gateway.evidence.recording import CallRecorder
+from harness.rules.routing import Identity
 
 BAR = 30_000
 
 SESSION = SimpleNamespace(
     session_id="bench-session-0001",
     identity=Identity(
-        harness="bench",
-        run_id="r",
-        adapter="generic",
-        model="m",
-        config_hash="c",
+        attribution=Attribution("bench", "r", "generic", "m", "c"),
         trace_id="t" * 32,
         policy="",
         allow=frozenset({"read"}),

@@ -1,6 +1,6 @@
 """Store throughput: the log writer with every projection folded in, and replay into a new store.
 
-* ``writer``: N events pre-built by ``harness.store.synthetic.SyntheticLog`` (a realistic mix: ~85%
+* ``writer``: N events pre-built by ``harness.testing.synthetic.SyntheticLog`` (a realistic mix: ~85%
   ``tool_call.completed``, the rest sessions, searches, catalogues, upstream lifecycle) are queued in
   an ``EventIntake`` before the ``LogWriterActor`` is attached, then one wake-up: the time until
   ``wait_flushed()`` returns, i.e. everything appended and folded into call_log, top_k,
@@ -26,7 +26,7 @@ import apsw
 
 from harness.actors.log_writer import EventIntake, LogWriterActor
 from harness.replay import replay
-from harness.store.synthetic import SyntheticLog
+from harness.testing.synthetic import SyntheticLog
 
 BAR = 50_000
 TABLES = ("events", "call_log", "top_k_hourly", "tool_index", "upstreams", "projection_checkpoints")

@@ -27,7 +27,7 @@ from harness.events import ToolCatalogFetched
 from harness.projections import all_projections, fold, install
 from harness.projections.tool_index import WEIGHTS, search
 from harness.store import append, envelopes_for
-from harness.store.synthetic import load_catalogs
+from harness.testing.synthetic import load_catalogs
 
 HERE = Path(__file__).resolve().parent
 QUERIES = HERE / "data" / "tool_queries.json"

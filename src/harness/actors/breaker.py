@@ -1,83 +1,26 @@
-"""The circuit breaker of one upstream: a pure state machine, and the actor that owns it.
-
-Closed: calls go through; ``failures`` counts consecutive transport errors and timeouts. At
-``threshold`` it opens for ``cooldown`` seconds: calls are refused with ``circuit_open`` without
-reaching the upstream. After the cooldown one call is admitted as a probe (half-open); its success
-closes the breaker, its failure opens it again for another cooldown. Tool errors (``isError``) are
-successful transport, and a caller's cancellation is neither success nor failure.
-"""
+"""BreakerActor: the one owner of an upstream's circuit breaker (the rules are ``rules.breaker``)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
 import pykka
 from pydantic import BaseModel, ConfigDict
 
 from harness.actors.asking import AnswersAsks
-
-Status = Literal["closed", "open", "half_open"]
-Admission = Literal["forward", "probe", "refuse"]
-
-
-@dataclass(frozen=True, slots=True)
-class BreakerState:
-    """What the breaker knows. ``opened_at`` is a monotonic time."""
-
-    status: Status = "closed"
-    failures: int = 0
-    opened_at: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class CallSucceeded:
-    """Fact: an upstream answered a call (result or tool error)."""
-
-
-@dataclass(frozen=True, slots=True)
-class CallFailed:
-    """Fact: a call ended in a transport error or a timeout at monotonic time ``at``."""
-
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeStarted:
-    """Fact: after the cooldown, one call was admitted as the probe."""
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeAbandoned:
-    """Fact: the probe's caller cancelled it; the next call may probe instead."""
-
-
-Fact = CallSucceeded | CallFailed | ProbeStarted | ProbeAbandoned
-
-
-def evolve(state: BreakerState, fact: Fact, threshold: int) -> BreakerState:
-    """The breaker after one fact."""
-    if isinstance(fact, CallSucceeded):
-        return BreakerState() if state != BreakerState() else state
-    if isinstance(fact, ProbeStarted):
-        return replace(state, status="half_open") if state.status == "open" else state
-    if isinstance(fact, ProbeAbandoned):
-        return replace(state, status="open") if state.status == "half_open" else state
-    failures = state.failures + 1
-    if state.status == "half_open" or failures >= threshold:
-        return BreakerState("open", failures, fact.at)
-    return replace(state, failures=failures)
-
-
-def admit(state: BreakerState, now: float, cooldown: float) -> Admission:
-    """What to do with a new call: forward it, make it the probe, or refuse it."""
-    if state.status == "closed":
-        return "forward"
-    if state.status == "open" and now - state.opened_at >= cooldown:
-        return "probe"
-    return "refuse"
+from harness.actors.snapshots import Published
+from harness.events import CircuitClosed, CircuitOpened, Event
+from harness.rules.breaker import (
+    BreakerState,
+    CallFailed,
+    CallSucceeded,
+    ClaimProbe,
+    ProbeAbandoned,
+    evolve,
+)
+from harness.vocabulary import BreakerStatus
 
 
 class BreakerStatistics(BaseModel):
@@ -86,46 +29,58 @@ class BreakerStatistics(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     upstream: str
-    status: Status
+    status: BreakerStatus
     failures: int
 
 
 class BreakerActor(AnswersAsks, pykka.ThreadingActor):
-    """Owns one upstream's breaker; publishes each new state through ``publish`` before answering."""
+    """Owns one upstream's breaker. Each new state is published to ``snapshot`` (which the loop reads
+    per call, without asking) before the message is answered; a change of status is published as
+    ``circuit.opened`` / ``circuit.closed``. ``ClaimProbe`` is answered True for the one call granted
+    the probe."""
 
     def __init__(
         self,
         upstream: str,
         threshold: int,
-        publish: Callable[[BreakerState], None],
-        on_transition: Callable[[str, BreakerState, BreakerState], None] | None = None,
+        cooldown: float,
+        snapshot: Published[BreakerState],
+        publish: Callable[[Event], None],
     ) -> None:
         super().__init__()
         self._upstream = upstream
         self._threshold = threshold
+        self._cooldown = cooldown
+        self._snapshot = snapshot
         self._publish = publish
-        self._on_transition = on_transition
-        self._state = BreakerState()
+        self._state = snapshot.current
 
     def handle(self, message: Any) -> Any:
-        """Evolve on a fact; answer with the new state (the answer is the acknowledgement)."""
-        if not isinstance(message, CallSucceeded | CallFailed | ProbeStarted | ProbeAbandoned):
-            raise TypeError(f"unhandled message {message!r}")
+        """Evolve on a fact; answer with the new state, or for ``ClaimProbe`` whether it was granted."""
+        if not isinstance(message, CallSucceeded | CallFailed | ClaimProbe | ProbeAbandoned):
+            raise TypeError(f"BreakerActor: unhandled message {message!r}")
         old = self._state
-        new = evolve(old, message, self._threshold)
+        new = evolve(old, message, self._threshold, self._cooldown)
         if new != old:
             self._state = new
-            self._publish(new)
-            if self._on_transition is not None and new.status != old.status:
-                self._on_transition(self._upstream, old, new)
+            self._snapshot.current = new
+            if new.status != old.status:
+                self._transition(message, old, new)
+        if isinstance(message, ClaimProbe):
+            return old.status == "open" and new.status == "half_open"
         return new
+
+    def _transition(self, fact: object, old: BreakerState, new: BreakerState) -> None:
+        if new.status == "open" and isinstance(fact, CallFailed):
+            self._publish(
+                CircuitOpened(
+                    ts=time.time(), upstream=self._upstream, failures=new.failures, cooldown_s=self._cooldown
+                )
+            )
+        elif new.status == "closed":
+            self._publish(CircuitClosed(ts=time.time(), upstream=self._upstream))
 
     def statistics(self) -> BreakerStatistics:
         """The current state."""
         s = self._state
         return BreakerStatistics(upstream=self._upstream, status=s.status, failures=s.failures)
-
-
-def monotonic() -> float:
-    """The breaker's clock (monotonic seconds); injectable in tests by passing ``now``."""
-    return time.monotonic()

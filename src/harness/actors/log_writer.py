@@ -15,11 +15,11 @@ import apsw
 import pykka
 from pydantic import BaseModel, ConfigDict
 
+from harness.actors.asking import AnswersAsks
 from harness.events import Envelope, Event
-from harness.metrics import CALL_LOG_DROPPED
-from harness.projections import Projection, all_projections, fold, install
-from harness.projections.retention import CompactionResult, compact
+from harness.projections import Projection, all_projections, compact_folded, fold, install
 from harness.store import append, envelopes_for, last_position, open_for_writing, read_rows, to_envelope
+from harness.store.retention import CompactionResult
 
 log = logging.getLogger("harness.log_writer")
 
@@ -47,7 +47,7 @@ class Compact:
     """Command: remove events (and call-log rows) older than ``older_than`` (event time, epoch s).
 
     Told to the writer (``writer_ref.tell(Compact(older_than=...))``); run in its thread by
-    ``harness.projections.retention.compact``, draining the intake between steps, and recorded as a
+    ``harness.store.retention.compact``, draining the intake between steps, and recorded as a
     ``retention.compacted`` event. Asked instead of told, the answer is the ``CompactionResult``.
     """
 
@@ -58,12 +58,14 @@ class EventIntake:
     """The loop's side of the writer: a bounded queue that never blocks the caller.
 
     ``emit`` appends and, when the writer is not already woken, tells it to flush. A full intake
-    drops the event and counts it (``harness_mcp_call_log_dropped_total``).
+    drops the event and counts it (``dropped``, and ``on_drop`` — the daemon's
+    ``harness_mcp_call_log_dropped_total``).
     """
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, on_drop: Callable[[], object] | None = None) -> None:
         self.capacity = capacity
         self.dropped = 0
+        self._on_drop = on_drop
         self._queue: deque[Event] = deque()
         self._woken = False
         self._writer: pykka.ActorRef[Any] | None = None
@@ -76,7 +78,8 @@ class EventIntake:
         """Hand one event to the writer; never blocks."""
         if len(self._queue) >= self.capacity:
             self.dropped += 1
-            CALL_LOG_DROPPED.inc()
+            if self._on_drop is not None:
+                self._on_drop()
             return
         self._queue.append(event)
         if not self._woken and self._writer is not None:
@@ -107,7 +110,7 @@ class WriterStatistics(BaseModel):
     compactions: int = 0
 
 
-class LogWriterActor(pykka.ThreadingActor):
+class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
     """Owns the store's single write connection; group-commits whatever the intake holds when woken."""
 
     def __init__(
@@ -150,19 +153,20 @@ class LogWriterActor(pykka.ThreadingActor):
         with conn:
             fold(conn.cursor(), self._projections, batch)
 
-    def on_receive(self, message: Any) -> Any:
-        """Handle a flush wake-up or a ``Compact`` command."""
+    def handle(self, message: Any) -> Any:
+        """A flush wake-up or a ``Compact`` command (a failing one is logged; the writer goes on)."""
         if isinstance(message, _Flush):
             if len(self._intake) < GROUP_EVENTS:
                 time.sleep(GROUP_WINDOW_S)  # the wake flag stays set: no further wake-ups meanwhile
             self._drain()
-        elif isinstance(message, Compact):
+            return None
+        if isinstance(message, Compact):
             try:
                 return self.compact(message.older_than)
             except Exception:  # a told command must not stop the only writer
                 log.exception("retention compaction failed; the log is as the last finished step left it")
                 return None
-        return None
+        raise TypeError(f"LogWriterActor: unhandled message {message!r}")
 
     def compact(self, older_than: float) -> CompactionResult:
         """Run retention now (see ``Compact``); the intake is drained between its steps."""
@@ -171,7 +175,7 @@ class LogWriterActor(pykka.ThreadingActor):
         if not math.isfinite(older_than):
             raise ValueError(f"older_than must be a finite time, not {older_than!r}")
         self._drain()
-        result = compact(
+        result = compact_folded(
             conn, older_than=older_than, projections=self._projections, between_steps=self._drain
         )
         self._next = result.position + 1

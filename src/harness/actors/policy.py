@@ -1,12 +1,14 @@
-"""PolicyActor: owns the configuration, the upstream catalogues and the token registry.
+"""PolicyActor: the one owner of the configuration, the upstream catalogues and the token registry.
 
-It publishes an immutable :class:`RoutingSnapshot` that the loop reads without asking.
+It hears ``upstream.tool_catalog_fetched`` and ``harness.exited`` from the bus, takes
+``RegisterToken`` and ``ApplyConfig`` commands, and after each change publishes an immutable
+:class:`RoutingSnapshot` that the loop reads without asking.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
@@ -15,56 +17,11 @@ import pykka
 from pydantic import BaseModel, ConfigDict
 
 from harness.actors.asking import AnswersAsks
-from harness.actors.tool_views import EMPTY_VIEW, ToolView, build_view, catalogue_routes
+from harness.actors.snapshots import Published
 from harness.config import Config
-from harness.events import ToolCatalogFetched
-
-
-@dataclass(frozen=True, slots=True)
-class Identity:
-    """Who a session is: the token's owner and what it may do. ``harness`` None = unattributed."""
-
-    harness: str | None
-    run_id: str | None
-    adapter: str | None
-    model: str | None
-    config_hash: str | None
-    trace_id: str
-    policy: str
-    allow: frozenset[str]
-    top_tools: tuple[tuple[str, str], ...] = ()
-    """For top_k exposure: the (upstream, tool) pairs this run called most, fixed at spawn."""
-
-
-UNATTRIBUTED = Identity(None, None, None, None, None, "0" * 32, "", frozenset({"read"}))
-
-
-@dataclass(frozen=True)
-class RoutingSnapshot:
-    """What the loop needs per session: identities by token and views by policy name."""
-
-    generation: int
-    identities: Mapping[str, Identity]
-    views: Mapping[str, ToolView]
-    known: frozenset[str] = frozenset()
-    """Every exposed (and unshortened) tool name of every upstream: excluded ones are not_permitted."""
-
-    def identify(self, token: str | None) -> Identity:
-        """The token's owner, or the unattributed identity for a missing or unknown token."""
-        if not token:
-            return UNATTRIBUTED
-        return self.identities.get(token, UNATTRIBUTED)
-
-    def view_for(self, identity: Identity) -> ToolView:
-        """The tool view of an identity's policy (empty for no policy)."""
-        return self.views.get(identity.policy, EMPTY_VIEW)
-
-
-class SnapshotBox:
-    """Holds the current snapshot; the actor replaces it, the loop reads ``current``."""
-
-    def __init__(self) -> None:
-        self.current = RoutingSnapshot(0, MappingProxyType({}), MappingProxyType({}))
+from harness.events import HarnessExited, ToolCatalogFetched
+from harness.rules.exposure import Route, ToolView, build_view, catalogue_routes
+from harness.rules.routing import Identity, RoutingSnapshot
 
 
 @dataclass(frozen=True)
@@ -76,17 +33,17 @@ class RegisterToken:
 
 
 @dataclass(frozen=True)
+class ForgetToken:
+    """Command: the token's process never started; it identifies nobody from now on."""
+
+    token: str
+
+
+@dataclass(frozen=True)
 class ApplyConfig:
     """Command: a reloaded configuration; running harnesses take their new policy and allowance."""
 
     config: Config
-
-
-@dataclass(frozen=True)
-class ForgetToken:
-    """Command: the token's process is gone; it identifies nobody from now on."""
-
-    token: str
 
 
 class PolicyStatistics(BaseModel):
@@ -104,16 +61,19 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
     """Single owner of configuration, catalogues and tokens; publishes routing snapshots."""
 
     def __init__(
-        self, config: Config, box: SnapshotBox, on_publish: Callable[[RoutingSnapshot], None] | None = None
+        self,
+        config: Config,
+        snapshot: Published[RoutingSnapshot],
+        on_publish: Callable[[RoutingSnapshot], None] | None = None,
     ) -> None:
         super().__init__()
         self._config = config
-        self._box = box
+        self._snapshot = snapshot
         self._on_publish = on_publish
         self._catalogs: dict[str, tuple[dict[str, Any], ...]] = {}
         self._identities: dict[str, Identity] = {}
         self._views: dict[str, ToolView] = {}
-        self._known: frozenset[str] = frozenset()
+        self._known: dict[str, Route] = {}
 
     def on_start(self) -> None:
         """Publish the first snapshot (no catalogues yet)."""
@@ -121,7 +81,7 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
         self._publish()
 
     def handle(self, message: Any) -> Any:
-        """Events and commands; anything else is answered with None (a barrier)."""
+        """Events and commands; an unknown message is an error."""
         if isinstance(message, ToolCatalogFetched):
             self._catalogs[message.upstream] = tuple(json.loads(message.tools_json))
             self._rebuild_views()
@@ -130,11 +90,21 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
             self._identities[message.token] = message.identity
             self._publish()
             return True
-        elif isinstance(message, ForgetToken) and self._identities.pop(message.token, None) is not None:
-            self._publish()
+        elif isinstance(message, HarnessExited):
+            gone = [t for t, ident in self._identities.items() if ident.run_id == message.run_id]
+            self._forget(gone)
+        elif isinstance(message, ForgetToken):
+            self._forget([message.token])
         elif isinstance(message, ApplyConfig):
             self._apply(message.config)
+        else:
+            raise TypeError(f"PolicyActor: unhandled message {message!r}")
         return None
+
+    def _forget(self, tokens: list[str]) -> None:
+        removed = [token for token in tokens if self._identities.pop(token, None) is not None]
+        if removed:
+            self._publish()
 
     def _apply(self, config: Config) -> None:
         self._config = config
@@ -153,23 +123,23 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
         cfg = self._config
         self._views = {name: build_view(p, cfg, self._catalogs) for name, p in cfg.policies.items()}
         routes, aliases, _tools = catalogue_routes(cfg, self._catalogs)
-        self._known = frozenset(routes) | frozenset(aliases)
+        self._known = {**routes, **{alias: routes[name] for alias, name in aliases.items()}}
 
     def _publish(self) -> None:
         snapshot = RoutingSnapshot(
-            self._box.current.generation + 1,
+            self._snapshot.current.generation + 1,
             MappingProxyType(dict(self._identities)),
             MappingProxyType(dict(self._views)),
-            self._known,
+            MappingProxyType(self._known),
         )
-        self._box.current = snapshot
+        self._snapshot.current = snapshot
         if self._on_publish is not None:
             self._on_publish(snapshot)
 
     def statistics(self) -> PolicyStatistics:
         """Counts for tests and ``harness doctor``."""
         return PolicyStatistics(
-            generation=self._box.current.generation,
+            generation=self._snapshot.current.generation,
             tokens=len(self._identities),
             upstreams_with_catalogue=len(self._catalogs),
             views=len(self._views),

@@ -1,4 +1,9 @@
-"""UpstreamActor: owns one upstream's supervision state and decides restarts (supervision.py)."""
+"""UpstreamActor: the one owner of an upstream's supervised state (the rules are ``rules.restarts``).
+
+The link tells it what happened to the connection; it evolves the state, publishes the status the
+loop reads per call (``Published[UpstreamStatus]``), publishes ``upstream.state_changed``, and
+answers ``Exited`` with the decision (restart after a delay, or failed).
+"""
 
 from __future__ import annotations
 
@@ -12,8 +17,10 @@ import pykka
 from pydantic import BaseModel, ConfigDict
 
 from harness.actors.asking import AnswersAsks
-from harness.actors.supervision import Decision, SupervisorState, UpstreamStatus, exited, initialized, reset
+from harness.actors.snapshots import Published
 from harness.events import Event, UpstreamStateChanged
+from harness.rules.restarts import Decision, SupervisorState, exited, initialized, reset
+from harness.vocabulary import UpstreamStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +39,7 @@ class Exited:
 
 @dataclass(frozen=True, slots=True)
 class Restarted:
-    """Command: forget the history and start again (``harness restart``, a reload)."""
+    """Command: forget the history and start again (``harness restart``)."""
 
     reason: str
 
@@ -53,28 +60,32 @@ class UpstreamStatistics(BaseModel):
 
 
 class UpstreamActor(AnswersAsks, pykka.ThreadingActor):
-    """Single owner of an upstream's restart history; answers ``Exited`` with a :class:`Decision`."""
+    """Single owner of an upstream's status and restart history."""
 
     def __init__(
         self,
         upstream: str,
         restart_delay: float,
-        emit: Callable[[Event], None],
+        status: Published[UpstreamStatus],
+        publish: Callable[[Event], None],
         rng: Callable[[], float] = random.random,
     ) -> None:
         super().__init__()
         self._upstream = upstream
         self._delay = restart_delay
-        self._emit = emit
+        self._status = status
+        self._publish = publish
         self._rng = rng
         self._state = SupervisorState()
+        status.current = self._state.status
 
-    def _changed(self, status: UpstreamStatus, reason: str, delay: float | None = None) -> None:
-        self._emit(
+    def _changed(self, reason: str, delay: float | None = None) -> None:
+        self._status.current = self._state.status
+        self._publish(
             UpstreamStateChanged(
                 ts=time.time(),
                 upstream=self._upstream,
-                state=status,
+                state=self._state.status,
                 restarts=self._state.attempt,
                 delay_s=None if delay is None else round(delay, 3),
                 reason=reason,
@@ -85,25 +96,25 @@ class UpstreamActor(AnswersAsks, pykka.ThreadingActor):
         """Facts and commands; ``Exited`` is answered with the decision."""
         if isinstance(message, Initialized):
             self._state = initialized(self._state, message.at)
-            self._changed("up", "initialized")
+            self._changed("initialized")
             return None
         if isinstance(message, Exited):
             decision: Decision = exited(self._state, message.at, self._delay, self._rng)
             self._state = decision.state
             if decision.delay is None:
-                self._changed("failed", "flapping")
+                self._changed("flapping")
             else:
-                self._changed("restarting", "exited", decision.delay)
+                self._changed("exited", decision.delay)
             return decision
         if isinstance(message, Restarted):
             self._state = reset()
-            self._changed("starting", message.reason)
+            self._changed(message.reason)
             return None
         if isinstance(message, Stopped):
             self._state = SupervisorState(status="stopped")
-            self._changed("stopped", "daemon stopping")
+            self._changed("daemon stopping")
             return None
-        raise TypeError(f"unhandled message {message!r}")
+        raise TypeError(f"UpstreamActor: unhandled message {message!r}")
 
     def statistics(self) -> UpstreamStatistics:
         """The current supervision state."""

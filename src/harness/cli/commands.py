@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.cli.common import CliError, Globals, globals_from, iso_z, parse_since
+from harness.cli.formatting import call_json, format_call
 
 _GLOBAL_HELP = "--config FILE, --state-dir DIR and --debug are accepted anywhere on the command line."
 
@@ -63,11 +64,15 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def dispatch(argv: list[str], opts: dict[str, str | bool]) -> int:
-    """Parse and run one subcommand; 0 ok, 1 failure, 2 usage error."""
+Handler = Callable[[argparse.Namespace, Globals], int]
+
+
+def dispatch(argv: list[str], opts: dict[str, str | bool], more: dict[str, Handler] | None = None) -> int:
+    """Parse and run one subcommand; 0 ok, 1 failure, 2 usage error. ``more`` supplies the handlers
+    of commands built above the CLI layer (``demo``)."""
     ns = _parser().parse_args(argv)
     g = globals_from(opts)
-    handler = _HANDLERS[ns.command]
+    handler = {**_HANDLERS, **(more or {})}[ns.command]
     try:
         return handler(ns, g)
     except KeyboardInterrupt:
@@ -121,23 +126,6 @@ def _cmd_list(ns: argparse.Namespace, g: Globals) -> int:
             f"{r['sessions']:>8}  {r['run_id'] or '-'}"
         )
     return 0
-
-
-def format_call(row: dict[str, Any]) -> str:
-    """One call-log row as a line for people."""
-    who = row["harness"] or "(unattributed)"
-    reason = f" ({row['error_reason']})" if row.get("error_reason") and row["outcome"] != "ok" else ""
-    tool = f"{row['upstream']}.{row['tool']}"
-    return (
-        f"{row['ts']}  {who:<16} {tool:<34} {row['outcome'] + reason:<24} "
-        f"{row['latency_ms']:>8.2f} ms  {row['response_bytes']:>7} B"
-    )
-
-
-def call_json(row: dict[str, Any]) -> str:
-    """One call-log row as the JSON line of ``harness calls --json``."""
-    out = {k: v for k, v in row.items() if k != "position" and not (k == "args" and v is None)}
-    return json.dumps(out, ensure_ascii=False)
 
 
 def _cmd_calls(ns: argparse.Namespace, g: Globals) -> int:
@@ -238,22 +226,15 @@ def _cmd_restart(ns: argparse.Namespace, g: Globals) -> int:
     return 0
 
 
-def _cmd_demo(ns: argparse.Namespace, g: Globals) -> int:
-    from harness.demo.run import run_demo
-
-    return run_demo(calls=ns.calls, state_dir=g.state_dir if "state-dir" in sys.argv else None)
-
-
 def _cmd_mcp(ns: argparse.Namespace, g: Globals) -> int:
     from harness.cli import bridge
 
     return bridge.run(str(g.state_dir))
 
 
-_HANDLERS: dict[str, Callable[[argparse.Namespace, Globals], int]] = {
+_HANDLERS: dict[str, Handler] = {
     "daemon": _cmd_daemon,
     "mcp": _cmd_mcp,
-    "demo": _cmd_demo,
     "list": _cmd_list,
     "calls": _cmd_calls,
     "replay": _cmd_replay,

@@ -23,6 +23,8 @@ class Globals:
     config: Path | None
     state_dir: Path
     debug: bool
+    state_dir_given: bool = False
+    """Whether ``--state-dir`` was on the command line (else ``state_dir`` is the default)."""
 
     @property
     def paths(self) -> StatePaths:
@@ -38,6 +40,7 @@ def globals_from(opts: dict[str, str | bool]) -> Globals:
         config=Path(config).expanduser() if isinstance(config, str) else None,
         state_dir=Path(state).expanduser() if isinstance(state, str) else default_state_dir(),
         debug=bool(opts.get("debug")),
+        state_dir_given=isinstance(state, str),
     )
 
 

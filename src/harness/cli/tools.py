@@ -6,11 +6,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from harness.actors.tool_views import Route, ToolView, build_view, catalogue_routes, session_listing, trimmed
 from harness.cli.common import CliError, Globals
 from harness.config import Config, PolicyConfig, load_config
 from harness.events import ToolCatalogFetched
 from harness.reading import StoreView, open_store
+from harness.rules.exposure import Route, ToolView, build_view, catalogue_routes, session_listing, trimmed
 
 MODES = ("full", "lazy", "top_k")
 NO_POLICY = PolicyConfig(name="no-policy")

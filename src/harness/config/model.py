@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from harness.config.frozen import FrozenMap, FrozenMapping
+from harness.vocabulary import Adapter, ArgsMode, Exposure, Tier
 
 UPSTREAM_NAME = r"^[a-z0-9-]+$"
 """Upstream keys: they become tool-name prefixes (``gitea__create_issue``)."""
@@ -34,7 +35,6 @@ UpstreamName = Annotated[StrictStr, Field(pattern=UPSTREAM_NAME)]
 TableName = Annotated[StrictStr, Field(pattern=TABLE_NAME)]
 EnvName = Annotated[StrictStr, Field(pattern=ENV_NAME)]
 Argv = Annotated[tuple[NonEmptyStr, ...], Field(min_length=1)]
-Tier = Literal["read", "write"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -44,7 +44,7 @@ class McpSettings(BaseModel):
 
     model_config = _FROZEN
 
-    call_log_args: Literal["redacted", "hash", "none"] = "redacted"
+    call_log_args: ArgsMode = "redacted"
     call_log_days: Count = 30
     prompt_paths: tuple[Path, ...] = ()
     skill_paths: tuple[Path, ...] = ()
@@ -128,7 +128,7 @@ class PolicyConfig(BaseModel):
     servers: tuple[NonEmptyStr, ...] = ()
     tools: tuple[NonEmptyStr, ...] = ()
     deny: tuple[NonEmptyStr, ...] = ()
-    exposure: Literal["full", "lazy", "top_k"] = "full"
+    exposure: Exposure = "full"
     top_k: Count = 8
     max_description_chars: Annotated[StrictInt, Field(ge=20)] = 300
 
@@ -139,7 +139,7 @@ class HarnessConfig(BaseModel):
     model_config = _FROZEN
 
     name: TableName
-    harness: Literal["generic", "claude-code", "codex", "crush"] = "generic"
+    harness: Adapter = "generic"
     argv: tuple[NonEmptyStr, ...] = ()
     workdir: Path | None = None
     env_file: Path | None = None

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,8 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.cli.commands import format_call
-from harness.cli.common import CliError, control_request
+from harness.cli.common import CliError, Globals, control_request
+from harness.cli.formatting import format_call
 from harness.gateway.state_dir import StatePaths
 from harness.reading import open_store
 
@@ -46,6 +48,17 @@ model = "demo-model"
 """
 
 
+def _harness_command() -> str:
+    """``harness`` when that name runs this installation, else the path of this one's command."""
+    own = Path(sys.executable).parent / "harness"
+    found = shutil.which("harness")
+    if found and own.exists() and Path(found).resolve() != own.resolve():
+        return shlex.quote(str(own))
+    if not found and own.exists():
+        return shlex.quote(str(own))
+    return "harness"
+
+
 def _wait_ready(daemon: subprocess.Popen[bytes]) -> None:
     assert daemon.stderr is not None
     deadline = time.monotonic() + READY_TIMEOUT_S
@@ -68,12 +81,20 @@ def _agents_done(paths: StatePaths) -> bool:
 
 
 def run_demo(calls: int = 5, state_dir: Path | None = None) -> int:
-    """Run the demo end to end; the state dir is kept so the call log can be read afterwards."""
-    root = state_dir or Path(tempfile.mkdtemp(prefix="harness-demo-"))
-    root.mkdir(parents=True, exist_ok=True)
-    config = root / "harness.toml"
+    """Run the demo end to end; the state dir is kept so the call log can be read afterwards.
+
+    With ``state_dir`` the daemon's state (store, socket, logs) goes there and the demo's
+    configuration beside it; else both go into a new temporary folder.
+    """
+    if state_dir is not None:
+        paths = StatePaths(state_dir.absolute())
+        config = paths.root.parent / f"{paths.root.name}-demo.toml"
+    else:
+        root = Path(tempfile.mkdtemp(prefix="harness-demo-"))
+        paths = StatePaths(root / "state")
+        config = root / "harness.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(demo_config(calls))
-    paths = StatePaths(root / "state")
     print(f"Harness demo: config {config}\n")
     print("Starting the daemon: one `demo` upstream process, two agents (alice, bob) each connected")
     print("through its own `harness mcp` bridge with its own token. Calls as they land in the call log:\n")
@@ -89,12 +110,13 @@ def run_demo(calls: int = 5, state_dir: Path | None = None) -> int:
         if daemon.poll() is None:
             daemon.kill()
     state = shlex.quote(str(paths.root))
+    harness = _harness_command()
     print(f"\n{shown} calls recorded; the daemon stopped and took its upstream and agents with it.\n")
     print("Where to look next:")
-    print(f"  harness calls --state-dir {state}            # the call log")
-    print(f"  harness calls --state-dir {state} --json     # as JSON lines, one per call")
+    print(f"  {harness} calls --state-dir {state}            # the call log")
+    print(f"  {harness} calls --state-dir {state} --json     # as JSON lines, one per call")
     print(f"  sqlite3 {shlex.quote(str(paths.db))} 'select * from call_log'")
-    print(f"  harness tools --harness bob --config {shlex.quote(str(config))} --state-dir {state}")
+    print(f"  {harness} tools --harness bob --config {shlex.quote(str(config))} --state-dir {state}")
     print(f"  {shlex.quote(str(paths.harness_logs))}/   # what each agent printed")
     print(f"  {config}      # the configuration; `harness daemon --config` runs it for real")
     return 0 if shown else 1
@@ -124,3 +146,8 @@ def _follow(paths: StatePaths) -> int:
     if view is not None:
         view.close()
     return shown
+
+
+def command(ns: argparse.Namespace, g: Globals) -> int:
+    """``harness demo``: with ``--state-dir``, the demo's daemon keeps its state there."""
+    return run_demo(calls=ns.calls, state_dir=g.state_dir if g.state_dir_given else None)

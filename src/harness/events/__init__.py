@@ -1,6 +1,7 @@
 """Immutable event types, the stored-name registry and the JSON codec. No I/O here."""
 
-from harness.events.base import Envelope, Event, correlation_of, event_class, registered, stored
+from harness.events.attribution import Attribution
+from harness.events.base import Event, correlation_of, event_class, registered, stored
 from harness.events.catalog import (
     CircuitClosed,
     CircuitOpened,
@@ -9,12 +10,10 @@ from harness.events.catalog import (
     DaemonStopped,
     HarnessExited,
     HarnessSpawned,
-    Outcome,
     RetentionCompacted,
     SessionClosed,
     SessionInitialized,
     SessionOpened,
-    Tier,
     ToolCallCompleted,
     ToolCatalogFetched,
     ToolSearchCompleted,
@@ -23,8 +22,10 @@ from harness.events.catalog import (
     UpstreamStateChanged,
 )
 from harness.events.codec import decode, encode
+from harness.events.envelope import Envelope
 
 __all__ = [
+    "Attribution",
     "CircuitClosed",
     "CircuitOpened",
     "ConfigReloaded",
@@ -34,12 +35,10 @@ __all__ = [
     "Event",
     "HarnessExited",
     "HarnessSpawned",
-    "Outcome",
     "RetentionCompacted",
     "SessionClosed",
     "SessionInitialized",
     "SessionOpened",
-    "Tier",
     "ToolCallCompleted",
     "ToolCatalogFetched",
     "ToolSearchCompleted",

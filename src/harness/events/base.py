@@ -1,4 +1,4 @@
-"""The event base class, the registry of stored names, and the stored envelope.
+"""The event base class and the registry of stored names.
 
 An event is an immutable fact. Each class declares a stable stored name (``STORED_NAME``) and a
 version (``VERSION``); neither derives from the module path, and a stored name is never reused.
@@ -45,61 +45,6 @@ def event_class(stored_name: str) -> type[Event]:
 def registered() -> dict[str, type[Event]]:
     """A copy of the registry: stored name → class."""
     return dict(_REGISTRY)
-
-
-class Envelope:
-    """An event as stored: its position in the log, its stored name and version, and correlation.
-
-    ``Envelope.stored`` wraps a stored row without decoding it: ``event`` is decoded (and upcast)
-    on first access, so a fold whose projections read the row's JSON in SQL never pays for it.
-    ``version`` is the version the row was written with.
-    """
-
-    __slots__ = ("_data", "_event", "correlation", "name", "position", "ts", "version")
-
-    def __init__(self, position: int, name: str, version: int, correlation: str, event: Event) -> None:
-        self.position = position
-        self.name = name
-        self.version = version
-        self.correlation = correlation
-        self.ts: float = event.ts
-        """The event's own time."""
-        self._event: Event | None = event
-        self._data = ""
-
-    @classmethod
-    def stored(
-        cls, position: int, ts: float, name: str, version: int, correlation: str, data: str
-    ) -> Envelope:
-        """An envelope over a stored row; the event is decoded when first asked for."""
-        env = cls.__new__(cls)
-        env.position, env.name, env.version, env.correlation, env.ts = (
-            position,
-            name,
-            version,
-            correlation,
-            ts,
-        )
-        env._event, env._data = None, data
-        return env
-
-    @property
-    def decoded(self) -> bool:
-        """Whether the event object exists already (live writes) or would be decoded (stored rows)."""
-        return self._event is not None
-
-    @property
-    def event(self) -> Event:
-        """The event (decoded from the stored row, and upcast, on first access)."""
-        event = self._event
-        if event is None:
-            from harness.events.codec import decode
-
-            event = self._event = decode(self.name, self.version, self._data)
-        return event
-
-    def __repr__(self) -> str:
-        return f"Envelope({self.position}, {self.name!r}, v{self.version})"
 
 
 _CORRELATING = ("session_id", "run_id", "upstream")

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from harness.events.base import Event, stored
-
-Outcome = Literal["ok", "tool_error", "upstream_error", "timeout", "denied", "circuit_open", "cancelled"]
-Tier = Literal["read", "write"]
+from harness.vocabulary import Outcome, Tier, UpstreamStatus
 
 
 @stored
@@ -165,8 +161,12 @@ class SessionInitialized(Event):
     """A downstream session finished its handshake at a negotiated revision."""
 
     STORED_NAME = "session.initialized"
+    VERSION = 2
     session_id: str
     """The downstream session's id."""
+
+    harness: str | None
+    """The token's owner; null when unattributed (v1 rows: null)."""
 
     protocol_version: str
     """The negotiated protocol revision."""
@@ -183,8 +183,12 @@ class SessionClosed(Event):
     """A downstream session ended."""
 
     STORED_NAME = "session.closed"
+    VERSION = 2
     session_id: str
     """The downstream session's id."""
+
+    harness: str | None
+    """The token's owner; null when unattributed (v1 rows: null)."""
 
     reason: str
     """Why it ended (`disconnected`, ...)."""
@@ -195,6 +199,7 @@ class ToolCallCompleted(Event):
     """One ``tools/call`` ended, whatever the outcome: the call-log row's source."""
 
     STORED_NAME = "tool_call.completed"
+    VERSION = 2
     session_id: str
     """The downstream session that made the call."""
 
@@ -225,8 +230,8 @@ class ToolCallCompleted(Event):
     tier: Tier
     """`read` or `write`."""
 
-    args_hash: str
-    """SHA-256 (hex) of the canonical JSON arguments."""
+    args_hash: str | None
+    """SHA-256 (hex) of the canonical JSON arguments; null under `call_log_args = "none"`."""
 
     args: str | None
     """Redacted canonical JSON arguments (at most 4 KiB), or null per `call_log_args`."""
@@ -314,7 +319,7 @@ class UpstreamStateChanged(Event):
     upstream: str
     """The upstream key."""
 
-    state: Literal["starting", "up", "restarting", "failed", "stopped"]
+    state: UpstreamStatus
     """The new state. `failed`: it restarted too often; calls fail fast until a restart or reload."""
 
     restarts: int

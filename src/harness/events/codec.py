@@ -13,9 +13,19 @@ Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 UPCASTERS: dict[tuple[str, int], Upcaster] = {}
 """(stored name, from version) → pure function returning the data at version + 1.
 
-Register one per version bump: ``UPCASTERS[("tool_call.completed", 1)] = lambda d: {...}``. Stored
-rows are never rewritten; old versions are upcast each time they are read.
+Register one per version bump. Stored rows are never rewritten; old versions are upcast each time
+they are read.
 """
+
+
+def _with_unknown_harness(fields: dict[str, Any]) -> dict[str, Any]:
+    """v1 session events did not say whose session it was: v2 adds ``harness`` (null: unknown)."""
+    return {**fields, "harness": fields.get("harness")}
+
+
+UPCASTERS[("session.initialized", 1)] = _with_unknown_harness
+UPCASTERS[("session.closed", 1)] = _with_unknown_harness
+UPCASTERS[("tool_call.completed", 1)] = dict  # v2 lets args_hash be null; every v1 row has one
 
 
 def encode(event: Event) -> str:

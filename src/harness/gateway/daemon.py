@@ -16,20 +16,44 @@ import anyio
 import pykka
 
 from harness import __version__
+from harness.actors.asking import Barrier
+from harness.actors.breaker import BreakerActor
+from harness.actors.bus import EventBus
 from harness.actors.log_writer import Compact, EventIntake, LogWriterActor
-from harness.actors.policy import ApplyConfig, PolicyActor, RoutingSnapshot, SnapshotBox
+from harness.actors.policy import ApplyConfig, PolicyActor
+from harness.actors.snapshots import Published
+from harness.actors.upstream import UpstreamActor
 from harness.config import Config, ConfigError, HarnessConfig, UpstreamConfig, load_config
 from harness.config.model import loopback_address
-from harness.events import DaemonStarted, DaemonStopped, Event, ToolCatalogFetched
+from harness.events import (
+    ConfigReloaded,
+    DaemonStarted,
+    DaemonStopped,
+    Event,
+    HarnessExited,
+    ToolCatalogFetched,
+)
 from harness.gateway.actor_bridge import ask
-from harness.gateway.control import BridgeConnection, session_opened_event
-from harness.gateway.harnesses import HarnessSpawner
-from harness.gateway.recording import CallRecorder
-from harness.gateway.session import DownstreamSession
+from harness.gateway.downstream.connection import BridgeConnection, session_opened_event
+from harness.gateway.downstream.session import DownstreamSession, PolicyPublished
+from harness.gateway.evidence.metrics import (
+    CALL_LOG_DROPPED,
+    TOOL_SCHEMA_BYTES,
+    UPSTREAM_EVENTS,
+    follow_upstream_events,
+    serve_metrics,
+)
+from harness.gateway.evidence.recording import CallRecorder
+from harness.gateway.harnesses.spawner import HarnessSpawner
+from harness.gateway.processes import BoundedLog
 from harness.gateway.state_dir import DaemonLock, StatePaths
 from harness.gateway.store_reader import StoreReader
-from harness.gateway.upstream import INIT_TIMEOUT_S, UpstreamLink
-from harness.metrics import TOOL_SCHEMA_BYTES, serve_metrics
+from harness.gateway.upstream.admission import BreakerGate
+from harness.gateway.upstream.link import INIT_TIMEOUT_S, UpstreamLink
+from harness.gateway.upstream.supervised import SupervisedUpstream
+from harness.gateway.upstream.transports import connector
+from harness.rules.breaker import CLOSED
+from harness.rules.routing import EMPTY_SNAPSHOT, RoutingSnapshot
 
 log = logging.getLogger("harness.daemon")
 
@@ -42,10 +66,12 @@ class Daemon:
     def __init__(self, config: Config, state_dir: Path, config_path: Path | None = None) -> None:
         self.config = config
         self.config_path = config_path
-        self.paths = StatePaths(state_dir)
-        self.intake = EventIntake()
-        self.box = SnapshotBox()
-        self.links: dict[str, UpstreamLink] = {}
+        self.paths = StatePaths(state_dir.absolute())
+        self.intake = EventIntake(on_drop=CALL_LOG_DROPPED.inc)
+        self.bus = EventBus(self.intake.emit)
+        self.bus.subscribe(UPSTREAM_EVENTS, follow_upstream_events)
+        self.routing: Published[RoutingSnapshot] = Published(EMPTY_SNAPSHOT)
+        self.upstreams: dict[str, SupervisedUpstream] = {}
         self.sessions: set[DownstreamSession] = set()
         self.recorder = CallRecorder(self.emit, config.mcp.call_log_args)
         self._writer: pykka.ActorRef[Any] | None = None
@@ -58,47 +84,50 @@ class Daemon:
         self.reader = StoreReader(self.paths.db)
         self._background: set[asyncio.Task[None]] = set()
         self._reloading = asyncio.Lock()
+        self._upstream_actors: dict[str, tuple[Any, ...]] = {}
 
     # ---------------------------------------------------------------- events
 
     def emit(self, event: Event) -> None:
-        """Hand an event to the log writer and to the actors that fold it (never blocks)."""
-        self.intake.emit(event)
-        if isinstance(event, ToolCatalogFetched) and self._policy is not None:
-            self._policy.tell(event)
+        """Publish an event: the log, then every subscriber of its type (never blocks)."""
+        self.bus.publish(event)
 
     def _published(self, snapshot: RoutingSnapshot) -> None:
-        """Called on the policy actor's thread: move to the loop to update live sessions."""
+        """Called on the policy actor's thread: each live session's mailbox gets it on the loop."""
         loop = self._loop
         if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._apply_snapshot, snapshot)
+            loop.call_soon_threadsafe(self._deliver_snapshot, snapshot)
 
-    def _apply_snapshot(self, snapshot: RoutingSnapshot) -> None:
+    def _deliver_snapshot(self, snapshot: RoutingSnapshot) -> None:
+        message = PolicyPublished(snapshot)
         for session in self.sessions:
-            if session.token and (identity := snapshot.identities.get(session.token)) is not None:
-                session.identity = identity
-            session.replace_view(snapshot.view_for(session.identity))
+            session.deliver(message)
+
+    def link(self, name: str) -> UpstreamLink | None:
+        """The wire of an upstream, by key."""
+        upstream = self.upstreams.get(name)
+        return upstream.link if upstream is not None else None
 
     # ---------------------------------------------------------------- sessions
 
-    def new_session(self, token: str | None, send: Any) -> DownstreamSession:
+    def new_session(self, token: str | None, send: Any, bridge_version: int) -> DownstreamSession:
         """A session for a bridge connection presenting ``token``."""
-        snapshot = self.box.current
+        snapshot = self.routing.current
         identity = snapshot.identify(token)
         session = DownstreamSession(
             identity=identity,
             view=snapshot.view_for(identity),
-            links=self.links,
+            links=self.link,
             recorder=self.recorder,
             emit=self.emit,
             send=send,
             on_close=self.sessions.discard,
-            known=lambda name: name in self.box.current.known,
+            known=lambda name: self.routing.current.known.get(name),
             search=self.reader.search,
             token=token if identity.harness else None,
         )
         TOOL_SCHEMA_BYTES.labels(identity.harness or "").set(len(session.listing))
-        self.emit(session_opened_event(session, "stdio-bridge"))
+        self.emit(session_opened_event(session, "stdio-bridge", bridge_version))
         return session
 
     def _track(self, session: DownstreamSession) -> None:
@@ -114,14 +143,14 @@ class Daemon:
                 "version": __version__,
                 "upstreams": {
                     name: {
-                        "state": str(link.state),
-                        "pid": link.pid,
-                        "tools": len(link.tools),
-                        "in_flight": link.in_flight,
-                        "waiting": link.waiting,
-                        "breaker": link.breaker_state.status,
+                        "state": up.link.status,
+                        "pid": up.pid,
+                        "tools": len(up.tools),
+                        "in_flight": up.link.in_flight,
+                        "waiting": up.link.waiting,
+                        "breaker": up.link.gate.state.status,
                     }
-                    for name, link in self.links.items()
+                    for name, up in self.upstreams.items()
                 },
                 "sessions": len(self.sessions),
             }
@@ -176,7 +205,8 @@ class Daemon:
         loop.add_signal_handler(signal.SIGHUP, self._hangup)
         self._writer = LogWriterActor.start(self.paths.db, self.intake)
         self.intake.attach(self._writer)
-        self._policy = PolicyActor.start(self.config, self.box, self._published)
+        self._policy = PolicyActor.start(self.config, self.routing, self._published)
+        self.bus.subscribe_actor((ToolCatalogFetched, HarnessExited), self._policy)
         self.emit(
             DaemonStarted(
                 ts=time.time(),
@@ -186,15 +216,15 @@ class Daemon:
             )
         )
         for up in self.config.upstreams.values():
-            self._new_link(up)
+            self._new_upstream(up)
         async with anyio.create_task_group() as tg:
-            for link in self.links.values():
-                tg.start_soon(link.start)
+            for upstream in self.upstreams.values():
+                tg.start_soon(upstream.start)
         with anyio.move_on_after(INIT_TIMEOUT_S):
-            for link in self.links.values():
-                await link.first_attempt.wait()
+            for upstream in self.upstreams.values():
+                await upstream.first_attempt.wait()
         # Barrier: the policy actor and the store (tool index) have every catalogue fetched so far.
-        await ask(self._policy, _Barrier())
+        await ask(self._policy, Barrier())
         writer = self._writer
         await asyncio.to_thread(lambda: writer.proxy().wait_flushed().get(timeout=30))
         if self.config.mcp.metrics_listen:
@@ -232,18 +262,41 @@ class Daemon:
             await self._spawner.stop([name])
             await self._spawn(self.config.harnesses[name])
             return {"restarted": name, "kind": "harness"}
-        link = self.links.get(name)
-        if link is None:
+        upstream = self.upstreams.get(name)
+        if upstream is None:
             raise ValueError(f"no harness or upstream named {name!r}")
-        link.restart_now("restart requested")
+        upstream.restart_now("restart requested")
         return {"restarted": name, "kind": "upstream"}
 
-    def _new_link(self, upstream: UpstreamConfig) -> UpstreamLink:
-        """A link for an upstream table, registered under its name (runs in the config file's folder)."""
+    def _new_upstream(self, config: UpstreamConfig) -> SupervisedUpstream:
+        """An upstream's actors, wire and supervision, registered under its key (a stdio child runs
+        in the config file's folder)."""
         cwd = self.config.files[0].parent if self.config.files else Path.cwd()
-        link = UpstreamLink(upstream, cwd=cwd, log_dir=self.paths.upstream_logs, emit=self.emit)
-        self.links[upstream.name] = link
-        return link
+        breaker_state = Published(CLOSED)
+        status: Published[Any] = Published("starting")
+        breaker = BreakerActor.start(
+            config.name, config.breaker_failures, config.breaker_cooldown, breaker_state, self.emit
+        )
+        supervisor = UpstreamActor.start(config.name, config.restart_delay, status, self.emit)
+        gate = BreakerGate(breaker, breaker_state, config.breaker_cooldown, time.monotonic)
+        link = UpstreamLink(config, gate=gate, status=status)
+        log_file = BoundedLog(self.paths.upstream_logs / f"{config.name}.log")
+        upstream = SupervisedUpstream(
+            link,
+            supervisor=supervisor,
+            connect=connector(config, cwd, log_file),
+            publish=self.emit,
+            log_file=log_file,
+        )
+        self._upstream_actors[config.name] = (breaker, supervisor)
+        self.upstreams[config.name] = upstream
+        return upstream
+
+    async def _stop_upstream(self, upstream: SupervisedUpstream) -> None:
+        """Stop its process, then its actors."""
+        await upstream.stop()
+        actors = self._upstream_actors.pop(upstream.name, ())
+        await asyncio.to_thread(lambda: [actor.stop(timeout=5) for actor in actors if actor.is_alive()])
 
     async def _spawn(self, cfg: HarnessConfig) -> None:
         assert self._spawner is not None
@@ -301,16 +354,24 @@ class Daemon:
             gone = [n for n in old.harnesses if n not in new.harnesses]
             await self._spawner.stop(gone)
             log.info("configuration reloaded from %s", ", ".join(map(str, new.files)) or "(no files)")
+            self.emit(
+                ConfigReloaded(
+                    ts=time.time(),
+                    config_files=tuple(map(str, new.files)),
+                    upstreams_changed=tuple(changed),
+                    harnesses_stopped=tuple(gone),
+                )
+            )
             return {"upstreams_changed": changed, "harnesses_stopped": gone}
 
     async def _reconcile_upstreams(self, old: Config, new: Config) -> list[str]:
         names = old.upstreams.keys() | new.upstreams.keys()
         changed = sorted(n for n in names if old.upstreams.get(n) != new.upstreams.get(n))
-        stopping = [self.links.pop(n) for n in changed if n in self.links]
-        await asyncio.gather(*(link.stop() for link in stopping), return_exceptions=True)
+        stopping = [self.upstreams.pop(n) for n in changed if n in self.upstreams]
+        await asyncio.gather(*(self._stop_upstream(up) for up in stopping), return_exceptions=True)
         for name in changed:
             if name in new.upstreams:
-                await self._new_link(new.upstreams[name]).start()
+                await self._new_upstream(new.upstreams[name]).start()
         return changed
 
     def request_stop(self, reason: str = "requested") -> None:
@@ -329,7 +390,9 @@ class Daemon:
         if self._spawner is not None:
             await self._spawner.stop_all()
         log.debug("harnesses stopped after %.3fs", time.perf_counter() - started)
-        await asyncio.gather(*(link.stop() for link in self.links.values()), return_exceptions=True)
+        await asyncio.gather(
+            *(self._stop_upstream(up) for up in list(self.upstreams.values())), return_exceptions=True
+        )
         log.debug("upstreams stopped after %.3fs", time.perf_counter() - started)
         self.emit(DaemonStopped(ts=time.time(), reason=self._stop_reason or "stopped"))
         if self._policy is not None:
@@ -342,7 +405,3 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             with contextlib.suppress(ValueError, RuntimeError):
                 loop.remove_signal_handler(sig)
-
-
-class _Barrier:
-    """Message answered once everything told to an actor before it has been handled."""

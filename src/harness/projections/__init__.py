@@ -1,6 +1,6 @@
 """Projections: folds of the event log into query tables, each with a version and a checkpoint."""
 
-from harness.projections.base import Projection, ProjectionVersionError, fold, install
+from harness.projections.base import Projection, ProjectionVersionError, compact_folded, fold, install
 from harness.projections.call_log import CallLogProjection, iso_ms
 from harness.projections.tool_index import ToolHit, ToolIndexProjection
 from harness.projections.top_k import TopKProjection
@@ -27,6 +27,7 @@ __all__ = [
     "TopKProjection",
     "UpstreamsProjection",
     "all_projections",
+    "compact_folded",
     "fold",
     "install",
     "iso_ms",

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import apsw
 
 from harness.events import Envelope
+from harness.store.retention import STEP_EVENTS, CompactionResult, compact
 
 REMOVED_TABLE = "temp.retention_removed"
 """During a compaction step: the positions of the events that step deleted (``position`` column)."""
@@ -105,3 +107,31 @@ def fold(cursor: apsw.Cursor, projections: Sequence[Projection], envelopes: Sequ
         if mine:
             proj.apply(mine, cursor)
         cursor.execute("UPDATE projection_checkpoints SET position = ? WHERE name = ?", (last, proj.name))
+
+
+def compact_folded(
+    conn: apsw.Connection,
+    *,
+    older_than: float,
+    projections: Sequence[Projection],
+    between_steps: Callable[[], object] | None = None,
+    step_events: int = STEP_EVENTS,
+    clock: Callable[[], float] = time.time,
+) -> CompactionResult:
+    """Retention (``harness.store.retention.compact``) on a store whose ``projections`` are folded in
+    it: each step makes them forget the removed events, and the ``retention.compacted`` event is
+    folded in the last step's transaction."""
+
+    def forget(cursor: apsw.Cursor, before: float) -> None:
+        for projection in projections:
+            projection.forget(cursor, before)
+
+    return compact(
+        conn,
+        older_than=older_than,
+        forget=forget,
+        fold=lambda cursor, envelopes: fold(cursor, projections, envelopes),
+        between_steps=between_steps,
+        step_events=step_events,
+        clock=clock,
+    )

@@ -46,7 +46,7 @@ CREATE TABLE call_log(
     upstream            TEXT    NOT NULL,     -- upstream key, or 'harness' for gateway tools
     tool                TEXT    NOT NULL,     -- the tool's own name, not namespaced
     tier                TEXT    NOT NULL,
-    args_hash           TEXT    NOT NULL,
+    args_hash           TEXT,
     args                TEXT,                 -- per call_log_args; NULL when not stored
     outcome             TEXT    NOT NULL,
     error_reason        TEXT,
@@ -107,11 +107,12 @@ def iso_ms(ts: float) -> str:
 class CallLogProjection:
     """Folds ``tool_call.completed`` events into ``call_log``.
 
-    Version 2 added the ``call_log_session`` index.
+    Version 2 added the ``call_log_session`` index; version 3 lets ``args_hash`` be null
+    (``call_log_args = "none"`` stores neither the arguments nor their hash).
     """
 
     name: str = "call_log"
-    version: int = 2
+    version: int = 3
     handles: frozenset[str] = frozenset({ToolCallCompleted.STORED_NAME})
     ddl: str = _DDL
     tables: tuple[str, ...] = ("call_log",)

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from harness.cli.common import CliError, parse_since
-from harness.cli.main import _take_global
+from harness.main import _take_global
 
 
 def harness(*args: str) -> subprocess.CompletedProcess[str]:

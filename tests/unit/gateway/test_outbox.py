@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.gateway.outbox import Outbox
+from harness.gateway.wire.outbox import Outbox
 
 
 class Recorder:

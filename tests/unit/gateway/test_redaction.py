@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from harness.gateway.recording import args_hash
-from harness.gateway.redaction import ARGS_CAP_BYTES, redacted_args
+from harness.gateway.evidence.recording import args_hash
+from harness.gateway.evidence.redaction import ARGS_CAP_BYTES, redacted_args
 
 SECRETS = [
     "ghp_" + "a1B2" * 9,
@@ -56,7 +56,12 @@ def test_args_hash_is_sha256_of_the_canonical_json():
 
 
 def test_the_marker_pre_check_never_skips_text_a_pattern_would_redact():
-    from harness.gateway.redaction import _SECRET_KEY, _SECRET_VALUE, _URL_CREDENTIALS, may_hold_secret
+    from harness.gateway.evidence.redaction import (
+        _SECRET_KEY,
+        _SECRET_VALUE,
+        _URL_CREDENTIALS,
+        may_hold_secret,
+    )
 
     samples = [
         *SECRETS,

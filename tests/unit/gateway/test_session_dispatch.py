@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from harness.actors.policy import UNATTRIBUTED
-from harness.actors.tool_views import EMPTY_VIEW
-from harness.gateway.recording import CallRecorder
-from harness.gateway.session import HANDSHAKE_VERSIONS, DownstreamSession
+from harness.gateway.downstream.session import HANDSHAKE_VERSIONS, DownstreamSession
+from harness.gateway.evidence.recording import CallRecorder
+from harness.rules.exposure import EMPTY_VIEW
+from harness.rules.routing import UNATTRIBUTED
 
 
 def make_session():
@@ -18,7 +18,7 @@ def make_session():
     session = DownstreamSession(
         identity=UNATTRIBUTED,
         view=EMPTY_VIEW,
-        links={},
+        links=lambda _name: None,
         recorder=CallRecorder(events.append, "redacted"),
         emit=events.append,
         send=lambda data: sent.append(json.loads(data)),

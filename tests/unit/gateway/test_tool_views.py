@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import re
 
-from harness.actors.tool_views import build_view, session_listing, tier_of, trim_description
 from harness.config import Config, PolicyConfig, UpstreamConfig
 from harness.naming import MAX_EXPOSED_NAME, exposed_name
+from harness.rules.exposure import build_view, session_listing, tier_of, trim_description
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,50}$")
 

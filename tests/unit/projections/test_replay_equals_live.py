@@ -70,7 +70,7 @@ def build(i: int, spec):
             results=(),
             latency_ms=0.1,
         )
-    return SessionClosed(ts=ts, session_id=f"s{i}", reason="r")
+    return SessionClosed(ts=ts, session_id=f"s{i}", harness=None, reason="r")
 
 
 def table(path: Path, name: str) -> list[tuple]:

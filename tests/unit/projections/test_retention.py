@@ -10,7 +10,7 @@ from tests_support import call_event
 
 from harness.actors.log_writer import Compact, EventIntake, LogWriterActor
 from harness.events import RetentionCompacted, SessionClosed, UpstreamExited, UpstreamStarted
-from harness.projections.retention import compact
+from harness.projections import all_projections, compact_folded
 from harness.projections.tool_index import all_tools
 from harness.projections.top_k import tool_counts
 from harness.replay import replay
@@ -42,7 +42,9 @@ def test_compaction_removes_old_events_and_rows_and_keeps_each_latest_catalogue(
     write_log(path, history(), batch=17)
     conn = apsw.Connection(str(path))
     cutoff = T0 + 30 * DAY + 1234  # rounded down to the hour
-    result = compact(conn, older_than=cutoff, clock=lambda: T0 + 40 * DAY)
+    result = compact_folded(
+        conn, projections=all_projections(), older_than=cutoff, clock=lambda: T0 + 40 * DAY
+    )
     hour = cutoff - 1234
     assert result.older_than == hour
     old = conn.execute("SELECT correlation FROM events WHERE ts < ? ORDER BY position", (hour,)).fetchall()
@@ -67,7 +69,13 @@ def test_after_compaction_replay_still_equals_live(tmp_path):
     live, copy = tmp_path / "live.db", tmp_path / "copy.db"
     write_log(live, history(), batch=23)
     conn = apsw.Connection(str(live))
-    compact(conn, older_than=T0 + 25 * DAY, step_events=7, clock=lambda: T0 + 40 * DAY)
+    compact_folded(
+        conn,
+        projections=all_projections(),
+        older_than=T0 + 25 * DAY,
+        step_events=7,
+        clock=lambda: T0 + 40 * DAY,
+    )
     conn.close()
     write_log(live, [call_event(1000 + i, ts=T0 + 41 * DAY + i) for i in range(5)])  # life goes on
     replay(live, copy, progress=False)
@@ -78,7 +86,13 @@ def test_compacting_in_steps_lets_the_writer_drain_between_them():
     conn = memory_store()
     fold_into(conn, [call_event(i, ts=T0 + i * 3600) for i in range(50)])
     steps = []
-    result = compact(conn, older_than=T0 + 40 * 3600, step_events=5, between_steps=lambda: steps.append(1))
+    result = compact_folded(
+        conn,
+        projections=all_projections(),
+        older_than=T0 + 40 * 3600,
+        step_events=5,
+        between_steps=lambda: steps.append(1),
+    )
     assert result.steps >= 8 and len(steps) == result.steps - 1
     assert conn.execute("SELECT count(*) FROM call_log").get == 10
 
@@ -99,9 +113,11 @@ def test_the_log_still_refuses_deletes_outside_a_compaction_and_recent_ones_insi
 def test_positions_are_never_reused_even_when_everything_was_old():
     conn = memory_store()
     fold_into(conn, [call_event(i, ts=T0 + i) for i in range(5)])
-    result = compact(conn, older_than=T0 + DAY, clock=lambda: T0 + 2 * DAY)
+    result = compact_folded(
+        conn, projections=all_projections(), older_than=T0 + DAY, clock=lambda: T0 + 2 * DAY
+    )
     assert result.events_removed == 5 and result.position == 6
-    fold_into(conn, [SessionClosed(ts=T0 + 3 * DAY, session_id="s", reason="r")])
+    fold_into(conn, [SessionClosed(ts=T0 + 3 * DAY, session_id="s", harness=None, reason="r")])
     assert [p for (p,) in conn.execute("SELECT position FROM events")] == [6, 7]
 
 
@@ -115,7 +131,7 @@ def test_the_writer_compacts_on_a_compact_message_and_keeps_counting_positions(t
         ref.proxy().write([call_event(i, ts=T0 + i * 3600) for i in range(48)]).get(timeout=10)
         result = ref.ask(Compact(older_than=T0 + 24 * 3600), timeout=30)
         assert result.calls_removed == 24
-        intake.emit(SessionClosed(ts=T0 + 3 * DAY, session_id="s", reason="r"))
+        intake.emit(SessionClosed(ts=T0 + 3 * DAY, session_id="s", harness=None, reason="r"))
         last = ref.proxy().wait_flushed().get(timeout=10)
         stats = ref.proxy().statistics().get(timeout=10)
     finally:

@@ -18,7 +18,7 @@ from harness.projections.tool_index import (
     search,
     split_words,
 )
-from harness.store.synthetic import load_catalogs
+from harness.testing.synthetic import load_catalogs
 
 GIT = [
     tool("git_status", "Shows the working tree status", {"repo_path": {"type": "string"}}),

@@ -6,7 +6,7 @@ import json
 
 from projection_support import catalog, tool, write_log
 
-from harness.cli.main import main
+from harness.main import main
 
 CONFIG = """
 [mcp.git]

@@ -75,7 +75,7 @@ def test_without_as_of_the_window_ends_at_the_newest_event():
     conn = memory_store()
     fold_into(conn, [call(T0, "old"), call(T0 + 40 * DAY, "recent")])
     assert top_tools(conn, "alice", 5) == [("up", "recent")]
-    fold_into(conn, [SessionClosed(ts=T0 + 80 * DAY, session_id="s", reason="r")])
+    fold_into(conn, [SessionClosed(ts=T0 + 80 * DAY, session_id="s", harness=None, reason="r")])
     assert top_tools(conn, "alice", 5) == []
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.actors.log_writer import EventIntake, LogWriterActor
-from harness.store.synthetic import SyntheticLog, load_catalogs
+from harness.testing.synthetic import SyntheticLog, load_catalogs
 
 NOTEBOOK = Path(__file__).parents[3] / "docs" / "notebooks" / "call-log.ipynb"
 CATALOGS = Path(__file__).parents[4] / "shared" / "data" / "tool-catalogs"

@@ -10,7 +10,7 @@ import harness
 from harness.actors.log_writer import EventIntake, LogWriterActor
 from harness.reading import StoreView
 from harness.store import StoreError
-from harness.store.synthetic import SyntheticLog
+from harness.testing.synthetic import SyntheticLog
 
 
 @pytest.fixture(scope="module")

@@ -16,17 +16,36 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.config import UpstreamConfig, resolve_upstream_env, resolve_upstream_headers
-from harness.gateway import jsonrpc
-from harness.gateway.outbox import OUTBOX
 from harness.gateway.processes import BoundedLog, minimal_env, signal_group, stop_group
+from harness.gateway.wire import jsonrpc
+from harness.gateway.wire.outbox import OUTBOX
 
 log = logging.getLogger(__name__)
 
 MAX_LINE_BYTES = 64 << 20
 """The longest message accepted from a stdio upstream; past it the upstream is stopped."""
 
+STDERR_TAIL_BYTES = 2048
+"""How much of an upstream's last stderr output is kept for its exit reason."""
+
+EXIT_DRAIN_S = 0.1
+"""After an upstream exits, how long its pipes may take to drain before the exit is reported."""
+
 OnMessage = Callable[[dict[str, Any]], None]
 OnClosed = Callable[[int | None, str], None]
+
+
+def exit_reason(code: int | None, stderr_tail: bytes) -> str:
+    """``exited with code 3: <last stderr lines>`` (at most three lines, 300 characters)."""
+    if code is None:
+        head = "exited"
+    elif code < 0:
+        head = f"killed by signal {-code}"
+    else:
+        head = f"exited with code {code}"
+    lines = [ln.strip() for ln in stderr_tail.decode(errors="replace").splitlines() if ln.strip()]
+    tail = " | ".join(lines[-3:])
+    return f"{head}: {tail}"[:300] if tail else head
 
 
 class Transport(Protocol):
@@ -56,16 +75,24 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
         self.child = child
         self.exited = asyncio.Event()
 
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # Before ``subprocess_exec`` returns: a child that exits at once is still reported.
+        assert isinstance(transport, asyncio.SubprocessTransport)
+        self.child.attached(transport)
+
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd == 1:
             with OUTBOX:
                 self.child.stdout_received(data)
         else:
-            self.child.log.write(data)
+            self.child.stderr_received(data)
 
     def process_exited(self) -> None:
         self.exited.set()
         self.child.process_exited()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.child.report_exit()
 
 
 class StdioChild:
@@ -84,13 +111,17 @@ class StdioChild:
         self._transport: asyncio.SubprocessTransport | None = None
         self._protocol: _ChildProtocol | None = None
         self._stdin: asyncio.WriteTransport | None = None
+        self._stderr_tail = b""
+        self._exit_code: int | None = None
+        self._exit_report: asyncio.TimerHandle | None = None
+        self._reported = False
 
     async def open(self) -> None:
         """Spawn the child (no PTY, new session, stdin/stdout/stderr pipes)."""
         argv = self.config.argv
         assert argv is not None
         env = minimal_env(resolve_upstream_env(self.config))
-        transport, protocol = await asyncio.get_running_loop().subprocess_exec(
+        _transport, protocol = await asyncio.get_running_loop().subprocess_exec(
             lambda: _ChildProtocol(self),
             *argv,
             stdin=asyncio.subprocess.PIPE,
@@ -100,7 +131,11 @@ class StdioChild:
             cwd=self.cwd,
             start_new_session=True,
         )
-        self._transport, self._protocol = transport, protocol
+        self._protocol = protocol
+
+    def attached(self, transport: asyncio.SubprocessTransport) -> None:
+        """The child exists: keep its pid and stdin (called before ``subprocess_exec`` returns)."""
+        self._transport = transport
         stdin = transport.get_pipe_transport(0)
         assert isinstance(stdin, asyncio.WriteTransport)
         self._stdin = stdin
@@ -131,19 +166,33 @@ class StdioChild:
             if isinstance(message, dict):
                 self._on_message(message)
 
+    def stderr_received(self, data: bytes) -> None:
+        """Log the child's stderr, keeping its tail for the exit reason."""
+        self.log.write(data)
+        self._stderr_tail = (self._stderr_tail + data)[-STDERR_TAIL_BYTES:]
+
     def process_exited(self) -> None:
-        """Report the exit once, then release the pipes."""
+        """The child ended: report it once its pipes are drained (at most ``EXIT_DRAIN_S`` later)."""
         transport = self._transport
-        if transport is None:
+        if transport is None or self._exit_report is not None:
             return
-        code = transport.get_returncode()
-        transport.close()
+        self._exit_code = transport.get_returncode()
         self._stdin = None
-        self._on_closed(code, "exited")
+        self._exit_report = asyncio.get_running_loop().call_later(EXIT_DRAIN_S, self.report_exit)
+
+    def report_exit(self) -> None:
+        """Report the exit once, with its code and the last lines of stderr, and release the pipes."""
+        if self._reported or self._exit_report is None:
+            return
+        self._reported = True
+        self._exit_report.cancel()
+        if self._transport is not None:
+            self._transport.close()
+        self._on_closed(self._exit_code, exit_reason(self._exit_code, self._stderr_tail))
 
     def abort(self) -> None:
         """SIGKILL the child's process group."""
-        if self._protocol is not None and not self._protocol.exited.is_set() and self.pid:
+        if self._transport is not None and self._transport.get_returncode() is None and self.pid:
             signal_group(self.pid, signal.SIGKILL)
 
     async def close(self) -> None:
@@ -229,3 +278,18 @@ class HttpSession:
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
+
+
+Connect = Callable[[OnMessage, OnClosed], Transport]
+"""Makes a (not yet opened) transport that delivers to ``on_message`` and reports to ``on_closed``."""
+
+
+def connector(config: UpstreamConfig, cwd: Path, log: BoundedLog) -> Connect:
+    """The transport an upstream table asks for: a stdio child for ``argv``, else an HTTP session."""
+
+    def connect(on_message: OnMessage, on_closed: OnClosed) -> Transport:
+        if config.argv is not None:
+            return StdioChild(config, cwd, log, on_message, on_closed)
+        return HttpSession(config, on_message, on_closed)
+
+    return connect

@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from harness.events import SessionOpened
-from harness.gateway import jsonrpc
-from harness.gateway.outbox import OUTBOX
-from harness.gateway.session import DownstreamSession
+from harness.gateway.downstream.session import DownstreamSession
+from harness.gateway.wire import jsonrpc
+from harness.gateway.wire.outbox import OUTBOX
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,8 @@ BRIDGE_PROTOCOL_VERSIONS = frozenset({1})
 MAX_PREAMBLE_BYTES = 4096
 MAX_MESSAGE_BYTES = 16 << 20
 
-SessionFactory = Callable[[str | None, Callable[[bytes], None]], DownstreamSession]
+SessionFactory = Callable[[str | None, Callable[[bytes], None], int], DownstreamSession]
+"""(token, send, bridge protocol version) → a new session."""
 ControlHandler = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
@@ -107,7 +108,7 @@ class BridgeConnection(asyncio.Protocol):
             self._handle = lambda _m: None
             return
         token = pre.get("token")
-        session = self._new_session(token if isinstance(token, str) else None, self._send)
+        session = self._new_session(token if isinstance(token, str) else None, self._send, version)
         self.session = session
         self._on_session(session)
         self._buffer.limit = MAX_MESSAGE_BYTES
@@ -138,7 +139,7 @@ class BridgeConnection(asyncio.Protocol):
         return False
 
 
-def session_opened_event(session: DownstreamSession, transport: str) -> SessionOpened:
+def session_opened_event(session: DownstreamSession, transport: str, bridge_version: int) -> SessionOpened:
     """The event for a newly opened session."""
     ident = session.identity
     return SessionOpened(
@@ -147,5 +148,5 @@ def session_opened_event(session: DownstreamSession, transport: str) -> SessionO
         harness=ident.harness,
         run_id=ident.run_id,
         transport=transport,
-        bridge_version=1,
+        bridge_version=bridge_version,
     )

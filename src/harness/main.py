@@ -39,8 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         state = opts.get("state-dir")
         return bridge.run(state if isinstance(state, str) else None)
     from harness.cli.commands import dispatch
+    from harness.demo import run as demo
 
-    return dispatch(rest, opts)
+    return dispatch(rest, opts, {"demo": demo.command})
 
 
 if __name__ == "__main__":

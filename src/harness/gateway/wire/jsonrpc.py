@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from harness.vocabulary import Outcome
+
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 
 PARSE_ERROR: Final = -32700
@@ -21,9 +23,9 @@ GATEWAY_ERROR_CODES: Final[dict[str, int]] = {
     "circuit_open": -32012,
     "timeout": -32001,
 }
-"""The JSON-RPC code of each gateway-produced failure (docs/errors.md)."""
+"""The JSON-RPC code of each gateway-produced failure (the table is in docs/call-log.md)."""
 
-OUTCOME_OF_REASON: Final[dict[str, str]] = {
+OUTCOME_OF_REASON: Final[dict[str, Outcome]] = {
     "unknown_tool": "denied",
     "not_permitted": "denied",
     "upstream_unavailable": "upstream_error",

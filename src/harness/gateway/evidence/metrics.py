@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from harness.events import CircuitClosed, CircuitOpened, Event, UpstreamStateChanged
+
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 CALLS = Counter(
@@ -49,3 +51,20 @@ def serve_metrics(address: tuple[str, int]) -> None:
     from prometheus_client import start_http_server
 
     start_http_server(address[1], addr=address[0], registry=REGISTRY)
+
+
+def follow_upstream_events(event: Event) -> None:
+    """Keep the per-upstream gauges and the restart counter in step with the events that change
+    them (subscribed on the bus: thread-safe, so it may run on whichever thread published)."""
+    if isinstance(event, UpstreamStateChanged):
+        UPSTREAM_UP.labels(event.upstream).set(1 if event.state == "up" else 0)
+        if event.state in ("restarting", "starting"):  # after an exit, or `harness restart`
+            UPSTREAM_RESTARTS.labels(event.upstream).inc()
+    elif isinstance(event, CircuitOpened):
+        CIRCUIT_OPEN.labels(event.upstream).set(1)
+    elif isinstance(event, CircuitClosed):
+        CIRCUIT_OPEN.labels(event.upstream).set(0)
+
+
+UPSTREAM_EVENTS = (UpstreamStateChanged, CircuitOpened, CircuitClosed)
+"""What :func:`follow_upstream_events` subscribes to."""

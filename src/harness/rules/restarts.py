@@ -17,15 +17,14 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal
+
+from harness.vocabulary import UpstreamStatus
 
 BACKOFF_CAP_S = 30.0
 JITTER = 0.2
 STABLE_S = 30.0
 MAX_RESTARTS = 5
 WINDOW_S = 60.0
-
-UpstreamStatus = Literal["starting", "up", "restarting", "failed", "stopped"]
 
 
 @dataclass(frozen=True, slots=True)

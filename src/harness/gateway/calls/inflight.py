@@ -1,19 +1,20 @@
-"""One tool call in flight: where its answer goes and how each ending is answered and recorded."""
+"""One tool call in flight: where its answer goes and how each ending is answered.
+
+A call knows its caller only through :class:`Caller` (a downstream session satisfies it), so the
+upstream side never imports the downstream side.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from harness.actors.tool_views import Route
-from harness.events import Outcome
-from harness.gateway import jsonrpc
+from harness.gateway.wire import jsonrpc
+from harness.rules.exposure import Route
+from harness.vocabulary import Outcome
 
-if TYPE_CHECKING:
-    from harness.gateway.session import DownstreamSession
-
-_NEXT_STEP = {
+NEXT_STEP = {
     "upstream_error": "The upstream failed during the call; retry once, then report it to the operator.",
     "upstream_unavailable": "The upstream is down or restarting; retry later.",
     "timeout": "The call took longer than the upstream's timeout; retry with a smaller request.",
@@ -21,16 +22,31 @@ _NEXT_STEP = {
 }
 
 
+class Caller(Protocol):
+    """What a call needs of the session that made it."""
+
+    def send(self, line: bytes) -> None:
+        """Write one message line to the agent."""
+        ...
+
+    def call_ended(
+        self, call: CallInflight, outcome: Outcome, reason: str | None, response_bytes: int
+    ) -> None:
+        """The call is over (answered, failed or cancelled): forget it and record it."""
+        ...
+
+
 class CallInflight:
     """A forwarded ``tools/call``: its caller, ids, progress token, deadline and what to record."""
 
     __slots__ = (
         "arguments",
+        "caller",
+        "done",
         "downstream_id",
         "probe",
         "progress_token",
         "route",
-        "session",
         "span_id",
         "started",
         "timer",
@@ -39,7 +55,7 @@ class CallInflight:
 
     def __init__(
         self,
-        session: DownstreamSession,
+        caller: Caller,
         downstream_id: Any,
         upstream_id: int,
         route: Route,
@@ -47,7 +63,7 @@ class CallInflight:
         progress_token: Any,
         started: float,
     ) -> None:
-        self.session = session
+        self.caller = caller
         self.downstream_id = downstream_id
         self.upstream_id = upstream_id
         self.route = route
@@ -57,31 +73,22 @@ class CallInflight:
         self.span_id = os.urandom(8).hex()
         self.timer: asyncio.TimerHandle | None = None
         self.probe = False
+        self.done = False
 
     def _finish(self, outcome: Outcome, reason: str | None, response_bytes: int) -> None:
+        self.done = True
         if self.timer is not None:
             self.timer.cancel()
-        session = self.session
-        session.calls.pop(self.downstream_id, None)
-        route = self.route
-        session.recorder.record(
-            session=session,
-            upstream=route.upstream,
-            tool=route.tool,
-            tier=route.tier,
-            arguments=self.arguments,
-            outcome=outcome,
-            reason=reason,
-            started=self.started,
-            response_bytes=response_bytes,
-            span_id=self.span_id,
-        )
+            self.timer = None
+        self.caller.call_ended(self, outcome, reason, response_bytes)
 
     def answered(self, message: dict[str, Any]) -> None:
         """The upstream replied: pass the reply through with the caller's id, then record it."""
+        if self.done:
+            return
         message["id"] = self.downstream_id
         line = jsonrpc.encode(message)
-        self.session.send(line)
+        self.caller.send(line)
         result = message.get("result")
         if isinstance(result, dict):
             outcome: Outcome = "tool_error" if result.get("isError") is True else "ok"
@@ -94,11 +101,13 @@ class CallInflight:
 
     def failed(self, reason: str, detail: str) -> None:
         """The gateway ends the call with a structured error (crash, transport error, deadline)."""
-        line = jsonrpc.gateway_error(self.downstream_id, reason, detail, _NEXT_STEP[reason])
-        self.session.send(line)
-        outcome: Outcome = jsonrpc.OUTCOME_OF_REASON[reason]  # type: ignore[assignment]
-        self._finish(outcome, reason, len(line))
+        if self.done:
+            return
+        line = jsonrpc.gateway_error(self.downstream_id, reason, detail, NEXT_STEP[reason])
+        self.caller.send(line)
+        self._finish(jsonrpc.OUTCOME_OF_REASON[reason], reason, len(line))
 
     def cancelled(self) -> None:
         """The caller cancelled (or went away): no answer is sent."""
-        self._finish("cancelled", "cancelled", 0)
+        if not self.done:
+            self._finish("cancelled", "cancelled", 0)

@@ -1,22 +1,30 @@
-"""A downstream MCP session: one agent's endpoint, with its identity, revision and tool view."""
+"""A downstream MCP session: one agent's endpoint, with its identity, revision and tool view.
+
+The session is the one owner of its control-plane state (identity, effective tool set, listing).
+It is an actor on the loop rather than a pykka thread: its mailbox is :meth:`deliver`, called on
+the loop, so the per-call path reads its state with no thread hop (a pykka ask costs 50-135 µs,
+more than the gateway's whole per-call overhead).
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from harness import __version__
-from harness.actors.gateway_tools import CALL_TOOL, SEARCH_K_DEFAULT, SEARCH_K_MAX, SEARCH_TOOLS
-from harness.actors.policy import Identity
-from harness.actors.tool_views import Route, ToolView, session_listing
-from harness.events import Event, Outcome, SessionClosed, SessionInitialized, ToolSearchCompleted
-from harness.gateway import jsonrpc
-from harness.gateway.calls import CallInflight
-from harness.gateway.recording import CallRecorder
-from harness.gateway.upstream import UpstreamLink, UpstreamState
+from harness.events import Event, SessionClosed, SessionInitialized, ToolSearchCompleted
+from harness.gateway.calls.inflight import CallInflight
+from harness.gateway.evidence.recording import CallRecorder
+from harness.gateway.upstream.link import UpstreamLink
+from harness.gateway.wire import jsonrpc
+from harness.rules.exposure import Route, ToolView, session_listing
+from harness.rules.gateway_tools import CALL_TOOL, SEARCH_K_DEFAULT, SEARCH_K_MAX, SEARCH_TOOLS
+from harness.rules.routing import Identity, RoutingSnapshot
+from harness.vocabulary import Outcome
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """Revisions a downstream session can negotiate through ``initialize`` (oldest first)."""
@@ -30,6 +38,13 @@ Searcher = Callable[[str, int, frozenset[str], SearchDone], None]
 
 def _no_search(query: str, k: int, allowed: frozenset[str], done: SearchDone) -> None:
     done([], None)
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyPublished:
+    """Message: the policy actor published a new routing snapshot."""
+
+    snapshot: RoutingSnapshot
 
 
 def one_line(text: str, limit: int = 160) -> str:
@@ -49,12 +64,12 @@ class DownstreamSession:
         *,
         identity: Identity,
         view: ToolView,
-        links: Mapping[str, UpstreamLink],
+        links: Callable[[str], UpstreamLink | None],
         recorder: CallRecorder,
         emit: Callable[[Event], None],
         send: Callable[[bytes], None],
         on_close: Callable[[DownstreamSession], None] | None = None,
-        known: Callable[[str], bool] = lambda _name: False,
+        known: Callable[[str], Route | None] = lambda _name: None,
         search: Searcher = _no_search,
         token: str | None = None,
     ) -> None:
@@ -66,7 +81,7 @@ class DownstreamSession:
         self._known = known
         self._search = search
         self.protocol_version = ""
-        self.calls: dict[Any, tuple[UpstreamLink, int]] = {}
+        self.calls: dict[Any, tuple[UpstreamLink, CallInflight]] = {}
         self.recorder = recorder
         self.send = send
         self._links = links
@@ -108,10 +123,10 @@ class DownstreamSession:
 
     def _notification(self, method: str, params: Any) -> None:
         if method == "notifications/cancelled" and isinstance(params, dict):
-            entry = self.calls.pop(params.get("requestId"), None)
+            entry = self.calls.get(params.get("requestId"))
             if entry is not None:
-                link, uid = entry
-                link.cancel_call(uid, "cancelled by the client")
+                link, call = entry
+                link.cancel_call(call.upstream_id, "cancelled by the client")
 
     def _initialize(self, request_id: Any, params: Any) -> None:
         asked = params.get("protocolVersion") if isinstance(params, dict) else None
@@ -135,6 +150,7 @@ class DownstreamSession:
             SessionInitialized(
                 ts=time.time(),
                 session_id=self.session_id,
+                harness=self.identity.harness,
                 protocol_version=version,
                 client_name=str(info.get("name", ""))[:200],
                 client_version=str(info.get("version", ""))[:200],
@@ -196,14 +212,15 @@ class DownstreamSession:
         """The checks every call gets, direct or through call_tool, then the upstream."""
         route = self.view.resolve(name)
         if route is None:
-            reason = "not_permitted" if self._known(name) else "unknown_tool"
-            self._refuse(request_id, reason, name, None, arguments, started)
+            excluded = self._known(name)
+            reason = "not_permitted" if excluded is not None else "unknown_tool"
+            self._refuse(request_id, reason, name, None, arguments, started, excluded)
             return
         if route.tier == "write" and "write" not in self.identity.allow:
             self._refuse(request_id, "not_permitted", name, route, arguments, started)
             return
-        link = self._links.get(route.upstream)
-        if link is None or link.state is not UpstreamState.UP:
+        link = self._links(route.upstream)
+        if link is None or not link.available:
             self._refuse(request_id, "upstream_unavailable", name, route, arguments, started)
             return
         if request_id in self.calls:
@@ -212,8 +229,29 @@ class DownstreamSession:
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         call = CallInflight(self, request_id, link.new_call_id(), route, arguments, token, started)
-        self.calls[request_id] = (link, call.upstream_id)
+        self.calls[request_id] = (link, call)
         link.submit(call, message, params)
+
+    def call_ended(
+        self, call: CallInflight, outcome: Outcome, reason: str | None, response_bytes: int
+    ) -> None:
+        """A forwarded call is over: forget it and record it (after its answer went out)."""
+        entry = self.calls.get(call.downstream_id)
+        if entry is not None and entry[1] is call:
+            del self.calls[call.downstream_id]
+        route = call.route
+        self.recorder.record(
+            session=self,
+            upstream=route.upstream,
+            tool=route.tool,
+            tier=route.tier,
+            arguments=call.arguments,
+            outcome=outcome,
+            reason=reason,
+            started=call.started,
+            response_bytes=response_bytes,
+            span_id=call.span_id,
+        )
 
     def _search_tools(self, request_id: Any, arguments: dict[str, Any], started: float) -> None:
         query = arguments.get("query")
@@ -286,9 +324,24 @@ class DownstreamSession:
         )
 
     def _refuse(
-        self, request_id: Any, reason: str, name: str, route: Route | None, arguments: Any, started: float
+        self,
+        request_id: Any,
+        reason: str,
+        name: str,
+        route: Route | None,
+        arguments: Any,
+        started: float,
+        excluded: Route | None = None,
     ) -> None:
-        if reason == "unknown_tool":
+        """Answer with a structured refusal and record it: under the real upstream when the tool
+        exists (``route``, or ``excluded`` when the policy hides it), else under ``harness``."""
+        if self.identity.harness is None and reason in ("unknown_tool", "not_permitted"):
+            detail = f"{name!r} is not available: this session has no harness identity"
+            step = (
+                "The bridge presented no valid HARNESS_MCP_TOKEN (missing, wrong, or of a harness that "
+                "exited); start the agent from the daemon so it gets its own token."
+            )
+        elif reason == "unknown_tool":
             detail, step = (
                 f"no tool named {name!r} in this session",
                 "List or search tools and use a listed name.",
@@ -300,8 +353,8 @@ class DownstreamSession:
             detail = f"{name!r} is a write tool and this harness may only call read tools"
             step = "Ask the operator to add 'write' to this harness's mcp_allow, or use a read tool."
         else:
-            link = self._links.get(route.upstream)
-            state = link.state if link is not None else "gone"
+            link = self._links(route.upstream)
+            state = link.status if link is not None else "gone"
             if state == "failed":
                 detail = f"the upstream of {name!r} failed after restarting too often"
                 step = "Its tools stay listed; the operator must run `harness restart` or reload."
@@ -310,23 +363,32 @@ class DownstreamSession:
                 step = "Its tools stay listed; retry in a few seconds."
         line = jsonrpc.gateway_error(request_id, reason, detail, step)
         self.send(line)
-        upstream, _, tool = name.partition("__")
+        real = route or excluded
         self.recorder.record(
             session=self,
-            upstream=route.upstream if route else (upstream if tool else "harness"),
-            tool=route.tool if route else (tool or name)[:200],
-            tier=route.tier if route else "read",
+            upstream=real.upstream if real else "harness",
+            tool=real.tool if real else name[:200],
+            tier=real.tier if real else "read",
             arguments=arguments,
-            outcome=jsonrpc.OUTCOME_OF_REASON[reason],  # type: ignore[arg-type]
+            outcome=jsonrpc.OUTCOME_OF_REASON[reason],
             reason=reason,
             started=started,
             response_bytes=len(line),
             span_id=os.urandom(8).hex(),
         )
 
-    # ---------------------------------------------------------------- life
+    # ---------------------------------------------------------------- mailbox
 
-    def replace_view(self, view: ToolView) -> None:
+    def deliver(self, message: PolicyPublished) -> None:
+        """The session's mailbox (on the loop): its identity and view change only here."""
+        if not isinstance(message, PolicyPublished):
+            raise TypeError(f"DownstreamSession: unhandled message {message!r}")
+        snapshot = message.snapshot
+        if self.token and (identity := snapshot.identities.get(self.token)) is not None:
+            self.identity = identity
+        self._replace_view(snapshot.view_for(self.identity))
+
+    def _replace_view(self, view: ToolView) -> None:
         """A new effective tool set: tell the client only if what it lists changed.
 
         A top_k session's listing is fixed for the session; what it may call follows the policy.
@@ -345,9 +407,13 @@ class DownstreamSession:
         if self._closed:
             return
         self._closed = True
-        for link, uid in list(self.calls.values()):
-            link.cancel_call(uid, "the client disconnected")
+        for link, call in list(self.calls.values()):
+            link.cancel_call(call.upstream_id, "the client disconnected")
         self.calls.clear()
-        self._emit(SessionClosed(ts=time.time(), session_id=self.session_id, reason=reason))
+        self._emit(
+            SessionClosed(
+                ts=time.time(), session_id=self.session_id, harness=self.identity.harness, reason=reason
+            )
+        )
         if self._on_close is not None:
             self._on_close(self)

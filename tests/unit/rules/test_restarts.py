@@ -6,7 +6,10 @@ import time
 
 import pytest
 
-from harness.actors.supervision import (
+from harness.actors.snapshots import Published
+from harness.actors.upstream import Exited, Initialized, Restarted, UpstreamActor
+from harness.events import UpstreamStateChanged
+from harness.rules.restarts import (
     BACKOFF_CAP_S,
     MAX_RESTARTS,
     STABLE_S,
@@ -14,8 +17,6 @@ from harness.actors.supervision import (
     exited,
     initialized,
 )
-from harness.actors.upstream import Exited, Initialized, Restarted, UpstreamActor
-from harness.events import UpstreamStateChanged
 
 
 def no_jitter() -> float:
@@ -62,7 +63,8 @@ def test_a_crash_looping_upstream_reaches_failed_per_the_documented_defaults():
 
 def test_the_actor_records_every_transition_and_a_restart_forgets_the_history():
     emitted: list = []
-    ref = UpstreamActor.start("up", 1.0, emitted.append, rng=no_jitter)
+    status = Published("starting")
+    ref = UpstreamActor.start("up", 1.0, status, emitted.append, rng=no_jitter)
     try:
         t = time.monotonic()
         for i in range(MAX_RESTARTS + 1):
@@ -71,6 +73,7 @@ def test_the_actor_records_every_transition_and_a_restart_forgets_the_history():
         ref.ask(Restarted("restart requested"), timeout=5)
         ref.ask(Initialized(at=t + 10), timeout=5)
         assert ref.proxy().statistics().get(timeout=5).status == "up"
+        assert status.current == "up"  # published before the answer
     finally:
         ref.stop()
     states = [e.state for e in emitted if isinstance(e, UpstreamStateChanged)]

@@ -12,12 +12,16 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from harness.actors.policy import ForgetToken, Identity, RegisterToken
+import pykka
+
+from harness.actors.policy import ForgetToken, RegisterToken
 from harness.config import Config, HarnessConfig, config_hash, parse_env_file
-from harness.events import Event, HarnessExited, HarnessSpawned
+from harness.events import Attribution, Event, HarnessExited, HarnessSpawned
 from harness.gateway.actor_bridge import ask
 from harness.gateway.processes import BoundedLog, minimal_env, signal_group, stop_group
+from harness.rules.routing import Identity
 
 
 class _LoggedChild(asyncio.SubprocessProtocol):
@@ -53,9 +57,13 @@ class HarnessProcess:
 
 
 def harness_bin_dir() -> str:
-    """The folder of the ``harness`` command, put first on a spawned harness's PATH."""
+    """The folder of the running daemon's own ``harness`` command (beside its interpreter, as in a
+    venv), put first on a spawned harness's PATH; else the first ``harness`` on PATH."""
+    own = Path(sys.executable).parent
+    if (own / "harness").exists():
+        return str(own)
     found = shutil.which("harness")
-    return str(Path(found).parent) if found else str(Path(sys.executable).parent)
+    return str(Path(found).parent) if found else str(own)
 
 
 class HarnessSpawner:
@@ -67,13 +75,13 @@ class HarnessSpawner:
         config: Config,
         socket_path: Path,
         log_dir: Path,
-        policy: object,
+        policy: pykka.ActorRef[Any],
         emit: Callable[[Event], None],
         top_tools: Callable[[str, int], Awaitable[tuple[tuple[str, str], ...]]] | None = None,
     ) -> None:
         self.config = config
         self._top_tools = top_tools
-        self._socket = socket_path
+        self._socket = socket_path.absolute()
         self._log_dir = log_dir
         self._policy = policy
         self._emit = emit
@@ -90,18 +98,17 @@ class HarnessSpawner:
         top: tuple[tuple[str, str], ...] = ()
         if policy is not None and policy.exposure == "top_k" and self._top_tools is not None:
             top = await self._top_tools(cfg.name, policy.top_k)
+        attribution = Attribution(
+            harness=cfg.name, run_id=run_id, adapter=cfg.harness, model=cfg.model, config_hash=chash
+        )
         identity = Identity(
-            harness=cfg.name,
-            run_id=run_id,
-            adapter=cfg.harness,
-            model=cfg.model,
-            config_hash=chash,
+            attribution=attribution,
             trace_id=trace_id,
             policy=policy.name if policy else "",
             allow=frozenset(cfg.mcp_allow),
             top_tools=top,
         )
-        await ask(self._policy, RegisterToken(token, identity))  # type: ignore[arg-type]
+        await ask(self._policy, RegisterToken(token, identity))
         own = parse_env_file(cfg.env_file) if cfg.env_file else {}
         env = minimal_env(own, path_first=harness_bin_dir())
         env.update(
@@ -125,7 +132,7 @@ class HarnessSpawner:
                 start_new_session=True,
             )
         except OSError:
-            self._policy.tell(ForgetToken(token))  # type: ignore[attr-defined]
+            self._policy.tell(ForgetToken(token))
             log.close()
             raise
         proc = HarnessProcess(cfg.name, run_id, transport.get_pid(), token, time.time(), protocol, transport)
@@ -133,12 +140,8 @@ class HarnessSpawner:
         self._emit(
             HarnessSpawned(
                 ts=time.time(),
-                harness=cfg.name,
-                run_id=run_id,
+                **attribution.fields(),
                 pid=proc.pid,
-                adapter=cfg.harness,
-                model=cfg.model,
-                config_hash=chash,
                 trace_id=trace_id,
                 workdir=str(workdir),
             )
@@ -149,8 +152,7 @@ class HarnessSpawner:
 
     async def _watch(self, proc: HarnessProcess, log: BoundedLog) -> None:
         await proc.protocol.exited.wait()
-        self._policy.tell(ForgetToken(proc.token))  # type: ignore[attr-defined]
-        self._emit(
+        self._emit(  # the policy actor hears it from the bus and forgets the run's token
             HarnessExited(
                 ts=time.time(),
                 harness=proc.name,

@@ -5,13 +5,12 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
-from harness.events import Event, Outcome, Tier, ToolCallCompleted
-from harness.gateway.redaction import canonical_json, redacted_args
-from harness.metrics import CALL_DURATION, CALLS, RESPONSE_BYTES
-
-ArgsMode = Literal["redacted", "hash", "none"]
+from harness.events import Event, ToolCallCompleted
+from harness.gateway.evidence.metrics import CALL_DURATION, CALLS, RESPONSE_BYTES
+from harness.gateway.evidence.redaction import canonical_json, redacted_args
+from harness.vocabulary import ArgsMode, Outcome, Tier
 
 TOOL_LABELS_PER_UPSTREAM = 100
 """Distinct ``tool`` label values per upstream before the rest collapse into ``__other__``."""
@@ -74,21 +73,22 @@ class CallRecorder:
         now_perf = time.perf_counter()
         latency_s = now_perf - started
         ident = session.identity
-        canonical = canonical_json(arguments)
-        stored_args = redacted_args(arguments, canonical) if self.args_mode == "redacted" else None
+        mode = self.args_mode
+        stored_hash = stored_args = None
+        if mode != "none":
+            canonical = canonical_json(arguments)
+            stored_hash = args_hash(arguments, canonical)
+            if mode == "redacted":
+                stored_args = redacted_args(arguments, canonical)
         event = ToolCallCompleted(
             ts=time.time() - latency_s,
             session_id=session.session_id,
             latency_ms=round(latency_s * 1000, 3),
-            harness=ident.harness,
-            run_id=ident.run_id,
-            adapter=ident.adapter,
-            model=ident.model,
-            config_hash=ident.config_hash,
+            **ident.attribution.fields(),
             upstream=upstream,
             tool=tool,
             tier=tier,
-            args_hash=args_hash(arguments, canonical),
+            args_hash=stored_hash,
             args=stored_args,
             outcome=outcome,
             error_reason=reason,

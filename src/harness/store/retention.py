@@ -7,12 +7,12 @@ never blocked. Each step is one transaction that:
 1. sets ``store_meta.retention_cutoff`` to the step's bound — the only way past the log's DELETE
    trigger, which refuses deleting anything else (and everything when the key is absent);
 2. deletes the events older than the bound, except the latest tool catalogue of each upstream;
-3. lets every projection ``forget`` what those events contributed, so each projection equals a fold
-   of the events that remain;
+3. calls ``forget`` so that whatever was folded from those events (the projections, which the store
+   does not know) can drop it and still equal a fold of the events that remain;
 4. removes the key again before committing.
 
-The last step also appends one ``retention.compacted`` event (with nothing to remove, that is the
-only step). Bounds are whole hours of event time
+The last step also appends one ``retention.compacted`` event, handed to ``fold`` in the same
+transaction (with nothing to remove, that is the only step). Bounds are whole hours of event time
 (the cutoff is rounded down to the hour): ``top_k`` counts by the hour, and a bucket is dropped only
 when every call in it is gone.
 """
@@ -26,12 +26,17 @@ from dataclasses import dataclass
 
 import apsw
 
-from harness.events import RetentionCompacted, ToolCallCompleted, ToolCatalogFetched
-from harness.projections.base import Projection, fold
-from harness.store import append, envelopes_for, last_position
+from harness.events import Envelope, RetentionCompacted, ToolCallCompleted, ToolCatalogFetched
+from harness.store.log import append, envelopes_for, last_position
 from harness.store.schema import RETENTION_CUTOFF_KEY
 
 HOUR = 3600.0
+Forget = Callable[[apsw.Cursor, float], object]
+"""Called inside each step's transaction with the step's bound, after its events are deleted."""
+
+Fold = Callable[[apsw.Cursor, Sequence[Envelope]], object]
+"""Called with the appended ``retention.compacted`` envelope, inside the last step's transaction."""
+
 STEP_EVENTS = 20_000
 """Events deleted per step at most (a single hour holding more is still one step)."""
 
@@ -75,9 +80,7 @@ def _next_bound(conn: apsw.Connection, done: float, cutoff: float, kept_json: st
     return min(bound, cutoff)
 
 
-def _remove(
-    cursor: apsw.Cursor, bound: float, kept_json: str, projections: Sequence[Projection], totals: list[int]
-) -> None:
+def _remove(cursor: apsw.Cursor, bound: float, kept_json: str, forget: Forget, totals: list[int]) -> None:
     """One step, inside the caller's transaction: delete events before ``bound``, then forget them."""
     cursor.execute("DELETE FROM temp.retention_removed")
     cursor.execute(
@@ -96,8 +99,7 @@ def _remove(
     cursor.execute("INSERT INTO store_meta(key, value) VALUES (?, ?)", (RETENTION_CUTOFF_KEY, repr(bound)))
     cursor.execute("DELETE FROM events WHERE position IN (SELECT position FROM temp.retention_removed)")
     cursor.execute("DELETE FROM store_meta WHERE key = ?", (RETENTION_CUTOFF_KEY,))
-    for proj in projections:
-        proj.forget(cursor, bound)
+    forget(cursor, bound)
     cursor.execute("DELETE FROM temp.retention_removed")
 
 
@@ -105,21 +107,18 @@ def compact(
     conn: apsw.Connection,
     *,
     older_than: float,
-    projections: Sequence[Projection] | None = None,
+    forget: Forget,
+    fold: Fold,
     between_steps: Callable[[], object] | None = None,
     step_events: int = STEP_EVENTS,
     clock: Callable[[], float] = time.time,
 ) -> CompactionResult:
     """Remove events with ``ts`` before ``older_than`` (rounded down to the hour) and their rows.
 
-    Must run on the writer's connection, with every projection caught up (the writer's are). The
+    Must run on the writer's connection, with everything ``fold`` feeds caught up (the writer's is). The
     latest ``upstream.tool_catalog_fetched`` of each upstream is kept whatever its age. Appends a
     ``retention.compacted`` event (event time from ``clock``) in the last step's transaction.
     """
-    if projections is None:
-        from harness.projections import all_projections
-
-        projections = all_projections()
     started = time.perf_counter()
     cutoff = math.floor(older_than / HOUR) * HOUR
     kept = _kept(conn)
@@ -140,7 +139,7 @@ def compact(
         with conn:
             cursor = conn.cursor()
             if bound is not None:
-                _remove(cursor, bound, kept_json, projections, totals)
+                _remove(cursor, bound, kept_json, forget, totals)
                 steps += 1
                 done = bound
             if bound is None or bound >= cutoff:  # the last step records the compaction
@@ -154,7 +153,7 @@ def compact(
                 )
                 envelopes = envelopes_for([event], last_position(conn) + 1)
                 append(cursor, envelopes)
-                fold(cursor, projections, envelopes)
+                fold(cursor, envelopes)
                 position = envelopes[0].position
         if position == 0 and between_steps is not None:
             between_steps()

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.events import (
+    Attribution,
     DaemonStarted,
     Event,
     HarnessSpawned,
-    Outcome,
     SessionClosed,
     SessionInitialized,
     SessionOpened,
@@ -31,6 +31,7 @@ from harness.events import (
     UpstreamExited,
     UpstreamStarted,
 )
+from harness.vocabulary import Outcome
 
 DEFAULT_CATALOGS: dict[str, list[dict[str, Any]]] = {
     "git": [
@@ -117,7 +118,9 @@ class SyntheticLog:
             run = runs[harness]
             if harness not in sessions or sessions[harness][1] <= 0:
                 if harness in sessions:
-                    yield SessionClosed(ts=t, session_id=sessions[harness][0], reason="disconnected")
+                    yield SessionClosed(
+                        ts=t, session_id=sessions[harness][0], harness=harness, reason="disconnected"
+                    )
                 sid = f"{harness}-s{n:07d}"
                 sessions[harness] = (sid, rng.randint(5, 60))
                 yield SessionOpened(
@@ -131,6 +134,7 @@ class SyntheticLog:
                 yield SessionInitialized(
                     ts=t + 0.002,
                     session_id=sid,
+                    harness=harness,
                     protocol_version="2025-11-25",
                     client_name="agent",
                     client_version="1",
@@ -157,9 +161,9 @@ class SyntheticLog:
             elif outcome in ("denied", "circuit_open"):
                 latency = 0.05 + rng.random() * 0.1
             yield _call(rng, t, sid, run, upstream, tool, outcome, latency, n)
-        for sid, _left in sessions.values():
+        for owner, (sid, _left) in sessions.items():
             t += 0.01
-            yield SessionClosed(ts=t, session_id=sid, reason="disconnected")
+            yield SessionClosed(ts=t, session_id=sid, harness=owner, reason="disconnected")
 
 
 def _catalog(ts: float, upstream: str, tools: Sequence[Mapping[str, Any]]) -> ToolCatalogFetched:
@@ -234,6 +238,10 @@ def _search(
     )
 
 
+def _attribution(run: HarnessSpawned) -> Attribution:
+    return Attribution(run.harness, run.run_id, run.adapter, run.model, run.config_hash)
+
+
 def _call(
     rng: random.Random,
     ts: float,
@@ -253,11 +261,7 @@ def _call(
         ts=ts,
         session_id=sid,
         latency_ms=round(latency, 3),
-        harness=run.harness,
-        run_id=run.run_id,
-        adapter=run.adapter,
-        model=run.model,
-        config_hash=run.config_hash,
+        **_attribution(run).fields(),
         upstream=upstream,
         tool=tool,
         tier="read",

@@ -7,12 +7,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
 
-from harness.actors.gateway_tools import LAZY_TOOLS
 from harness.config import Config, PolicyConfig, UpstreamConfig
-from harness.events import Tier
 from harness.naming import exposed_name
+from harness.rules.gateway_tools import LAZY_TOOLS
+from harness.vocabulary import Exposure, Tier
 
 
 def tier_of(tool: Mapping[str, Any], upstream: UpstreamConfig) -> Tier:
@@ -36,9 +36,6 @@ class Route:
     upstream: str
     tool: str
     tier: Tier
-
-
-Exposure = Literal["full", "lazy", "top_k"]
 
 
 def _encode(value: Any) -> bytes:

@@ -1,0 +1,129 @@
+"""Admitting calls to one upstream: its breaker (read from the owner's snapshot) and its
+concurrency slots.
+
+The breaker's state is owned by its ``BreakerActor``. Per call the gate reads the published snapshot
+(no ask). Two rare moments are acknowledged hand-offs, so what a caller observes is always what the
+owner decided: claiming the half-open probe, and reporting a failure (the caller hears of its failure
+only after the breaker counted it: the call right after the N-th failure is refused even when the
+agent retries at once). A success is told only when there is something to reset.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pykka
+
+from harness.actors.snapshots import Published
+from harness.gateway.actor_bridge import tell_then
+from harness.rules.breaker import BreakerState, CallFailed, CallSucceeded, ClaimProbe, ProbeAbandoned, admit
+
+log = logging.getLogger(__name__)
+
+Admission = Callable[[bool], None]
+
+
+class BreakerGate:
+    """The loop's side of one upstream's breaker."""
+
+    def __init__(
+        self,
+        actor: pykka.ActorRef[Any],
+        snapshot: Published[BreakerState],
+        cooldown: float,
+        clock: Callable[[], float],
+    ) -> None:
+        self._actor = actor
+        self._snapshot = snapshot
+        self._cooldown = cooldown
+        self._clock = clock
+
+    @property
+    def state(self) -> BreakerState:
+        """The owner's latest published state."""
+        return self._snapshot.current
+
+    def admit(self, then: Admission) -> bool | None:
+        """True: forward now. False: refuse (open). None: a probe claim went to the owner and
+        ``then(granted)`` runs on the loop once it decided."""
+        decision = admit(self._snapshot.current, self._clock(), self._cooldown)
+        if decision == "forward":
+            return True
+        if decision == "refuse":
+            return False
+        self._ask(ClaimProbe(self._clock()), lambda granted: then(granted is True))
+        return None
+
+    def succeeded(self, probe: bool, then: Callable[[], None]) -> None:
+        """An answer came back; a probe's success is counted before ``then`` runs."""
+        if probe:
+            self._ask(CallSucceeded(), lambda _state: then())
+            return
+        if self._snapshot.current.failures:
+            self._actor.tell(CallSucceeded())
+        then()
+
+    def failed(self, then: Callable[[], None]) -> None:
+        """A transport error or timeout: counted by the owner before ``then`` runs."""
+        self._ask(CallFailed(self._clock()), lambda _state: then())
+
+    def abandoned(self) -> None:
+        """The probe's caller cancelled: the next call may probe."""
+        self._actor.tell(ProbeAbandoned())
+
+    def _ask(self, message: object, then: Callable[[Any], None]) -> None:
+        def continue_(value: Any, exc: BaseException | None) -> None:
+            if exc is not None:
+                log.error("breaker failed on %r: %s", message, exc)
+            then(value)
+
+        tell_then(self._actor, message, continue_)
+
+
+class Slots:
+    """``max_concurrency`` slots; callers beyond them wait in arrival order (within their deadline)."""
+
+    __slots__ = ("_active", "_limit", "_waiting")
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._active = 0
+        self._waiting: dict[int, Callable[[], None]] = {}
+
+    def acquire(self, uid: int, start: Callable[[], None]) -> None:
+        """Run ``start`` now if a slot is free, else when one frees (unless withdrawn first)."""
+        if self._active < self._limit:
+            self._active += 1
+            start()
+        else:
+            self._waiting[uid] = start
+
+    def withdraw(self, uid: int) -> bool:
+        """Stop waiting; True if ``uid`` was waiting."""
+        return self._waiting.pop(uid, None) is not None
+
+    def release(self) -> None:
+        """A call ended: its slot goes to the longest waiter, if any."""
+        self._active -= 1
+        while self._waiting and self._active < self._limit:
+            uid = next(iter(self._waiting))
+            start = self._waiting.pop(uid)
+            self._active += 1
+            start()
+
+    def drain(self) -> list[int]:
+        """Forget every waiter (the upstream went away); their ids."""
+        waiting, self._waiting = self._waiting, {}
+        return list(waiting)
+
+    @property
+    def active(self) -> int:
+        """Calls holding a slot."""
+        return self._active
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting for a slot."""
+        return len(self._waiting)

@@ -1,0 +1,282 @@
+"""An upstream link's wire: one connection, many multiplexed callers.
+
+The link owns the upstream's request-id allocator and its table of requests in flight (upstream id →
+caller, downstream id, progress token, deadline). Messages are parsed once and forwarded as received,
+with ids, progress tokens and tool names rewritten. Admission (breaker, slots) is
+``admission.py``'s; the connection's life (start, handshake, restarts) is ``supervised.py``'s; the
+connection itself is a ``Transport``, so a test can drive a link with a fake one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from harness.actors.snapshots import Published
+from harness.config import UpstreamConfig
+from harness.gateway.calls.inflight import CallInflight
+from harness.gateway.upstream.admission import BreakerGate, Slots
+from harness.gateway.upstream.transports import Transport
+from harness.gateway.wire import jsonrpc
+from harness.vocabulary import UpstreamStatus
+
+INIT_TIMEOUT_S = 30.0
+
+
+class _Request:
+    """An internal request of the link (initialize, tools/list) awaiting its reply."""
+
+    __slots__ = ("future",)
+
+    def __init__(self, future: asyncio.Future[dict[str, Any]]) -> None:
+        self.future = future
+
+
+_Admitting = tuple[CallInflight, dict[str, Any], dict[str, Any]]
+
+
+class UpstreamLink:
+    """Forwards calls to one upstream and routes what comes back."""
+
+    def __init__(
+        self,
+        config: UpstreamConfig,
+        *,
+        gate: BreakerGate,
+        status: Published[UpstreamStatus],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self.gate = gate
+        self._status = status
+        self._clock = clock
+        self._slots = Slots(config.max_concurrency)
+        self._next_id = 1
+        self._pending: dict[int, CallInflight | _Request] = {}
+        self._admitting: dict[int, _Admitting] = {}
+        self._transport: Transport | None = None
+        self.on_list_changed: Callable[[], None] = lambda: None
+
+    # ---------------------------------------------------------------- state
+
+    @property
+    def status(self) -> UpstreamStatus:
+        """The supervisor's published status."""
+        return self._status.current
+
+    @property
+    def available(self) -> bool:
+        """Up (as its supervisor says) and connected (as the wire knows)."""
+        return self._status.current == "up" and self._transport is not None
+
+    @property
+    def in_flight(self) -> int:
+        """Calls sent upstream and not answered yet."""
+        return self._slots.active
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting for a concurrency slot."""
+        return self._slots.waiting
+
+    # ---------------------------------------------------------------- connection
+
+    def attach(self, transport: Transport) -> None:
+        """Use this connection from now on."""
+        self._transport = transport
+
+    def detach(self) -> bool:
+        """The connection ended: fail everything waiting or in flight. False if none was attached."""
+        if self._transport is None:
+            return False
+        self._transport = None
+        admitting, self._admitting = self._admitting, {}
+        self._slots.drain()
+        for call, _message, _params in admitting.values():
+            call.failed("upstream_error", f"upstream {self.name!r} exited before the call was sent")
+        pending, self._pending = self._pending, {}
+        for item in pending.values():
+            if isinstance(item, CallInflight):
+                self._slots.release()
+                self._failed(item, "upstream_error", f"upstream {self.name!r} exited during the call")
+            elif not item.future.done():
+                item.future.set_exception(ConnectionError(f"upstream {self.name!r} went away"))
+        return True
+
+    def send_message(self, message: dict[str, Any]) -> None:
+        """Send one message upstream (dropped if the connection is gone)."""
+        if self._transport is not None:
+            self._transport.send(message)
+
+    async def request(
+        self, method: str, params: dict[str, Any], timeout: float = INIT_TIMEOUT_S
+    ) -> dict[str, Any]:
+        """Send an internal request and wait for its result (RuntimeError on an error reply)."""
+        uid = self._allocate_id()
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[uid] = _Request(future)
+        self.send_message({"jsonrpc": "2.0", "id": uid, "method": method, "params": params})
+        try:
+            reply = await asyncio.wait_for(future, timeout)
+        finally:
+            self._pending.pop(uid, None)
+        if "error" in reply:
+            raise RuntimeError(f"{method} failed: {reply['error']}")
+        result = reply.get("result")
+        if not isinstance(result, dict):
+            raise RuntimeError(f"{method}: result is not an object")  # noqa: TRY004 - a protocol fault
+        return result
+
+    def _allocate_id(self) -> int:
+        uid = self._next_id
+        self._next_id = uid + 1
+        return uid
+
+    # ---------------------------------------------------------------- from the upstream
+
+    def receive(self, message: dict[str, Any]) -> None:
+        """One message from the upstream, parsed once."""
+        method = message.get("method")
+        if method is None:
+            uid = message.get("id")
+            item = self._pending.pop(uid, None) if type(uid) is int else None
+            if isinstance(item, CallInflight):
+                self._answered(item, message)
+            elif item is not None and not item.future.done():
+                item.future.set_result(message)
+            return
+        if "id" in message:
+            self._answer_server_request(message)
+        elif method == "notifications/progress":
+            self._route_progress(message)
+        elif method == "notifications/tools/list_changed":
+            self.on_list_changed()
+
+    def _answer_server_request(self, message: dict[str, Any]) -> None:
+        if message.get("method") == "ping":
+            self.send_message({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+            return
+        self.send_message(
+            {
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "error": {
+                    "code": jsonrpc.METHOD_NOT_FOUND,
+                    "message": "the gateway does not forward this request",
+                },
+            }
+        )
+
+    def _route_progress(self, message: dict[str, Any]) -> None:
+        params = message.get("params")
+        if not isinstance(params, dict):
+            return
+        token = params.get("progressToken")
+        item = self._pending.get(token) if type(token) is int else None
+        if isinstance(item, CallInflight) and item.progress_token is not None:
+            params["progressToken"] = item.progress_token
+            item.caller.send(jsonrpc.encode(message))
+
+    # ---------------------------------------------------------------- calls
+
+    def new_call_id(self) -> int:
+        """An upstream request id for a call about to be submitted."""
+        return self._allocate_id()
+
+    def submit(self, call: CallInflight, message: dict[str, Any], params: dict[str, Any]) -> None:
+        """Admit a caller's ``tools/call``: breaker, then a concurrency slot (waiting within the
+        call's deadline), then the upstream under this link's own id."""
+        uid = call.upstream_id
+        call.timer = asyncio.get_running_loop().call_later(self.config.timeout, self._deadline_passed, uid)
+        self._admitting[uid] = (call, message, params)
+        verdict = self.gate.admit(lambda granted: self._claimed(uid, granted))
+        if verdict is True:
+            self._slots.acquire(uid, lambda: self._send_call(uid))
+        elif verdict is False:
+            del self._admitting[uid]
+            call.failed("circuit_open", f"upstream {self.name!r} failed repeatedly; its breaker is open")
+
+    def _claimed(self, uid: int, granted: bool) -> None:
+        """The breaker's owner decided on this call's probe claim."""
+        entry = self._admitting.get(uid)
+        if entry is None:  # the call ended meanwhile (deadline, cancel, exit)
+            if granted:
+                self.gate.abandoned()
+            return
+        call = entry[0]
+        if not granted:
+            del self._admitting[uid]
+            call.failed("circuit_open", f"upstream {self.name!r} failed repeatedly; its breaker is open")
+            return
+        call.probe = True
+        self._slots.acquire(uid, lambda: self._send_call(uid))
+
+    def _send_call(self, uid: int) -> None:
+        call, message, params = self._admitting.pop(uid)
+        if self._transport is None:
+            self._slots.release()
+            if call.probe:
+                self.gate.abandoned()
+            call.failed("upstream_unavailable", f"upstream {self.name!r} is not connected")
+            return
+        message["id"] = uid
+        params["name"] = call.route.tool
+        if call.progress_token is not None:
+            params["_meta"] = {**params["_meta"], "progressToken": uid}
+        self._pending[uid] = call
+        self._transport.send(message)
+
+    def _answered(self, call: CallInflight, message: dict[str, Any]) -> None:
+        self._slots.release()
+        self.gate.succeeded(call.probe, lambda: call.answered(message))
+
+    def _failed(self, call: CallInflight, reason: str, detail: str) -> None:
+        """A transport error or timeout: the breaker counts it before the caller hears of it."""
+        self.gate.failed(lambda: call.failed(reason, detail))
+
+    def _deadline_passed(self, uid: int) -> None:
+        entry = self._admitting.pop(uid, None)
+        if entry is not None:
+            call = entry[0]
+            call.timer = None
+            self._slots.withdraw(uid)
+            if call.probe:
+                self.gate.abandoned()
+            call.failed("timeout", f"no free slot on {self.name!r} within {self.config.timeout:g}s")
+            return
+        item = self._pending.pop(uid, None)
+        if isinstance(item, CallInflight):
+            item.timer = None
+            self._slots.release()
+            self._send_cancelled(uid, "timeout")
+            self._failed(item, "timeout", f"no answer from {self.name!r} within {self.config.timeout:g}s")
+
+    def cancel_call(self, uid: int, reason: str) -> None:
+        """The caller gave up: tell the upstream, free the slot; a late reply goes nowhere."""
+        entry = self._admitting.pop(uid, None)
+        if entry is not None:
+            call = entry[0]
+            self._slots.withdraw(uid)
+            if call.probe:
+                self.gate.abandoned()
+            call.cancelled()
+            return
+        item = self._pending.pop(uid, None)
+        if isinstance(item, CallInflight):
+            self._send_cancelled(uid, reason)
+            self._slots.release()
+            if item.probe:
+                self.gate.abandoned()
+            item.cancelled()
+
+    def _send_cancelled(self, uid: int, reason: str) -> None:
+        self.send_message(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": uid, "reason": reason},
+            }
+        )

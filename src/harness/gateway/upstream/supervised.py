@@ -1,0 +1,207 @@
+"""One upstream's life: connect, handshake, fetch the catalogue, and restart as its supervisor decides.
+
+The status (starting, up, restarting, failed, stopped) and the restart history belong to the
+upstream's ``UpstreamActor``; this object tells it what happened and carries out its decisions
+(restart after a delay, or stay failed). The wire is the ``UpstreamLink``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import pykka
+
+from harness import __version__
+from harness.actors.upstream import Exited, Initialized, Restarted, Stopped
+from harness.events import Event, ToolCatalogFetched, UpstreamExited, UpstreamStarted
+from harness.gateway.actor_bridge import ask, tell_then
+from harness.gateway.processes import BoundedLog
+from harness.gateway.upstream.link import INIT_TIMEOUT_S, UpstreamLink
+from harness.gateway.upstream.transports import Connect, Transport
+from harness.rules.restarts import Decision
+
+log = logging.getLogger(__name__)
+
+UPSTREAM_PROTOCOL_VERSION = "2025-11-25"
+"""Upstream sessions are pinned to the handshake era (design.md §2)."""
+
+
+class SupervisedUpstream:
+    """Starts, restarts and stops one upstream's connection under its ``UpstreamActor``."""
+
+    def __init__(
+        self,
+        link: UpstreamLink,
+        *,
+        supervisor: pykka.ActorRef[Any],
+        connect: Connect,
+        publish: Callable[[Event], None],
+        log_file: BoundedLog,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.link = link
+        self.config = link.config
+        self.name = link.name
+        self.supervisor = supervisor
+        self.protocol_version = ""
+        self.tools: list[dict[str, Any]] = []
+        self.pid = 0
+        self.first_attempt = asyncio.Event()
+        self._connect = connect
+        self._publish = publish
+        self._log = log_file
+        self._clock = clock
+        self._transport: Transport | None = None
+        self._restart: asyncio.TimerHandle | None = None
+        self._stopping = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        link.on_list_changed = self._list_changed
+
+    # ---------------------------------------------------------------- start
+
+    async def start(self) -> None:
+        """Connect, run the handshake and fetch the catalogue; a failure counts as an exit."""
+        transport = self._connect(self.link.receive, self._closed)
+        self._transport = transport
+        self.link.attach(transport)
+        try:
+            await transport.open()
+            self.pid = transport.pid
+            command = self.config.argv[0] if self.config.argv else str(self.config.url)
+            self._publish(UpstreamStarted(ts=time.time(), upstream=self.name, pid=self.pid, command=command))
+            await self._handshake()
+        except Exception as exc:  # any failure leaves the upstream down, never the daemon
+            reason = _describe(exc)
+            log.warning("upstream %s: start failed: %s", self.name, reason)
+            self._log.write(f"[harness] start failed: {reason}\n".encode())
+            if self._transport is transport:
+                transport.abort()
+                if isinstance(exc, OSError) and not isinstance(exc, TimeoutError):
+                    self._closed(None, f"cannot start: {reason}")  # nothing was spawned: no exit comes
+        finally:
+            self.first_attempt.set()
+
+    async def _handshake(self) -> None:
+        init = await self.link.request(
+            "initialize",
+            {
+                "protocolVersion": UPSTREAM_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "harness-gateway", "version": __version__},
+            },
+            timeout=INIT_TIMEOUT_S,  # a slow start (npx, a JVM) is not a slow call
+        )
+        self.protocol_version = str(init.get("protocolVersion", ""))
+        self.link.send_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await self.refresh_tools(init)
+        await ask(self.supervisor, Initialized(self._clock()))  # up once its owner says so
+
+    async def refresh_tools(self, init: dict[str, Any] | None = None) -> None:
+        """Fetch every page of ``tools/list`` and publish the catalogue when it changed."""
+        tools: list[dict[str, Any]] = []
+        cursor: Any = None
+        for _page in range(1000):
+            page = await self.link.request("tools/list", {"cursor": cursor} if cursor else {})
+            tools.extend(t for t in page.get("tools", ()) if isinstance(t, dict))
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        changed = tools != self.tools or init is not None
+        self.tools = tools
+        if changed:
+            info = (init or {}).get("serverInfo") or {}
+            self._publish(
+                ToolCatalogFetched(
+                    ts=time.time(),
+                    upstream=self.name,
+                    protocol_version=self.protocol_version,
+                    server_name=str(info.get("name", "")),
+                    server_version=str(info.get("version", "")),
+                    tools_json=json.dumps(tools, ensure_ascii=False, separators=(",", ":")),
+                    tool_count=len(tools),
+                )
+            )
+
+    def _list_changed(self) -> None:
+        if self.link.available:
+            self._spawn(self._refresh_quietly())
+
+    async def _refresh_quietly(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.refresh_tools()
+
+    # ---------------------------------------------------------------- exits and restarts
+
+    def _closed(self, returncode: int | None, reason: str) -> None:
+        """The connection ended: fail what was in flight, record it, ask the supervisor what now."""
+        if self._transport is None:
+            return
+        self._transport = None
+        self.link.detach()
+        self._publish(
+            UpstreamExited(
+                ts=time.time(),
+                upstream=self.name,
+                pid=self.pid,
+                returncode=returncode,
+                reason="stopped" if self._stopping else reason,
+            )
+        )
+        if not self._stopping:
+            tell_then(self.supervisor, Exited(self._clock()), lambda decision, _exc: self._decided(decision))
+
+    def _decided(self, decision: Decision | None) -> None:
+        if self._stopping or decision is None:
+            return
+        if decision.delay is None:
+            log.error(
+                "upstream %s: restarted too often; failed until `harness restart` or a reload", self.name
+            )
+            return
+        self._restart = asyncio.get_running_loop().call_later(decision.delay, self._restart_due)
+
+    def _restart_due(self) -> None:
+        self._spawn(self.start())
+
+    def restart_now(self, reason: str) -> None:
+        """Forget the restart history and start again (``harness restart``)."""
+        if self._restart is not None:
+            self._restart.cancel()
+        self.supervisor.tell(Restarted(reason))
+        if self._transport is not None and self.link.available:
+            self._transport.abort()  # its exit restarts it
+        else:
+            self._spawn(self.start())
+
+    async def stop(self) -> None:
+        """Stop for good (politely: stdin closed, then SIGTERM, then SIGKILL)."""
+        self._stopping = True
+        if self._restart is not None:
+            self._restart.cancel()
+        if self._transport is not None:
+            await self._transport.close()
+        with contextlib.suppress(pykka.ActorDeadError):
+            await ask(self.supervisor, Stopped())
+        for task in list(self._tasks):
+            task.cancel()
+        self._log.close()
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def _describe(exc: BaseException) -> str:
+    """A failure as one line: what went wrong, never an empty string."""
+    if isinstance(exc, TimeoutError):
+        return f"no answer to the handshake within {INIT_TIMEOUT_S:g}s"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,31 @@
+"""The closed sets of words the gateway uses, each defined once (config, events, rules and gateway
+import them from here). Plain ``Literal`` types: they validate in pydantic, check in mypy and are
+stored as the strings they are."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+Tier = Literal["read", "write"]
+"""What a tool may do: ``read`` tools are callable under ``mcp_allow = ["read"]``."""
+
+Outcome = Literal["ok", "tool_error", "upstream_error", "timeout", "denied", "circuit_open", "cancelled"]
+"""How a call ended: exactly one per call-log row."""
+
+ArgsMode = Literal["redacted", "hash", "none"]
+"""``call_log_args``: redacted arguments and their hash; the hash only; neither."""
+
+Exposure = Literal["full", "lazy", "top_k"]
+"""How a policy's tools reach a session's context."""
+
+Adapter = Literal["generic", "claude-code", "codex", "crush"]
+"""How a harness's client is wired to the gateway."""
+
+UpstreamStatus = Literal["starting", "up", "restarting", "failed", "stopped"]
+"""Where an upstream is in its supervised life (owned by its ``UpstreamActor``)."""
+
+BreakerStatus = Literal["closed", "open", "half_open"]
+"""An upstream's circuit breaker (owned by its ``BreakerActor``)."""
+
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
+TIERS: tuple[Tier, ...] = get_args(Tier)
