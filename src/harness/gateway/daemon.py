@@ -34,6 +34,7 @@ from harness.events import (
     ToolCatalogFetched,
 )
 from harness.gateway.actor_bridge import ask
+from harness.gateway.control_plane import ControlPlane
 from harness.gateway.downstream.connection import BridgeConnection, session_opened_event
 from harness.gateway.downstream.session import DownstreamSession, PolicyPublished
 from harness.gateway.evidence.metrics import (
@@ -85,6 +86,7 @@ class Daemon:
         self._background: set[asyncio.Task[None]] = set()
         self._reloading = asyncio.Lock()
         self._upstream_actors: dict[str, tuple[Any, ...]] = {}
+        self.control = ControlPlane(self)
 
     # ---------------------------------------------------------------- events
 
@@ -122,7 +124,7 @@ class Daemon:
             emit=self.emit,
             send=send,
             on_close=self.sessions.discard,
-            known=lambda name: self.routing.current.known.get(name),
+            known=lambda name: self.routing.current.known.get(name),  # noqa: PLW0108 - the newest
             search=self.reader.search,
             token=token if identity.harness else None,
         )
@@ -133,51 +135,16 @@ class Daemon:
     def _track(self, session: DownstreamSession) -> None:
         self.sessions.add(session)
 
-    async def control(self, command: str, args: dict[str, Any]) -> Any:
-        """Answer a control request from the CLI."""
-        if command == "list":
-            return self._list()
-        if command == "status":
-            return {
-                "pid": os.getpid(),
-                "version": __version__,
-                "upstreams": {
-                    name: {
-                        "state": up.link.status,
-                        "pid": up.pid,
-                        "tools": len(up.tools),
-                        "in_flight": up.link.in_flight,
-                        "waiting": up.link.waiting,
-                        "breaker": up.link.gate.state.status,
-                    }
-                    for name, up in self.upstreams.items()
-                },
-                "sessions": len(self.sessions),
-            }
-        if command == "reload":
-            return await self.reload()
-        if command == "restart":
-            return await self._restart(str(args.get("name", "")))
-        raise ValueError(f"unknown control command {command!r}")
+    @property
+    def spawner(self) -> HarnessSpawner | None:
+        """Starts and stops harness processes (None until the daemon is ready)."""
+        return self._spawner
 
-    def _list(self) -> list[dict[str, Any]]:
-        spawner = self._spawner
-        rows = []
-        for name, cfg in sorted(self.config.harnesses.items()):
-            proc = spawner.processes.get(name) if spawner else None
-            policy = self.config.policy_for(name)
-            rows.append(
-                {
-                    "name": name,
-                    "adapter": cfg.harness,
-                    "state": "running" if proc and proc.running else ("exited" if proc else "stopped"),
-                    "pid": proc.pid if proc else None,
-                    "run_id": proc.run_id if proc else None,
-                    "policy": policy.name if policy else None,
-                    "sessions": sum(1 for s in self.sessions if s.identity.harness == name),
-                }
-            )
-        return rows
+    async def restart_harness(self, name: str) -> None:
+        """Stop a harness and spawn it again with a fresh token and run."""
+        assert self._spawner is not None
+        await self._spawner.stop([name])
+        await self._spawn(self.config.harnesses[name])
 
     # ---------------------------------------------------------------- life
 
@@ -256,18 +223,6 @@ class Daemon:
                 self._writer.tell(Compact(older_than=cutoff))
             await asyncio.sleep(RETENTION_INTERVAL_S)
 
-    async def _restart(self, name: str) -> dict[str, Any]:
-        """Restart a harness (stop, spawn with a fresh token) or an upstream (its history forgotten)."""
-        if name in self.config.harnesses and self._spawner is not None:
-            await self._spawner.stop([name])
-            await self._spawn(self.config.harnesses[name])
-            return {"restarted": name, "kind": "harness"}
-        upstream = self.upstreams.get(name)
-        if upstream is None:
-            raise ValueError(f"no harness or upstream named {name!r}")
-        upstream.restart_now("restart requested")
-        return {"restarted": name, "kind": "upstream"}
-
     def _new_upstream(self, config: UpstreamConfig) -> SupervisedUpstream:
         """An upstream's actors, wire and supervision, registered under its key (a stdio child runs
         in the config file's folder)."""
@@ -310,7 +265,8 @@ class Daemon:
         old = os.umask(0o177)
         try:
             server = await loop.create_unix_server(
-                lambda: BridgeConnection(self.new_session, self.control, self._track), str(self.paths.socket)
+                lambda: BridgeConnection(self.new_session, self.control.answer, self._track),
+                str(self.paths.socket),
             )
         finally:
             os.umask(old)
