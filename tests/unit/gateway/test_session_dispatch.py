@@ -12,7 +12,7 @@ from harness.rules.exposure import EMPTY_VIEW
 from harness.rules.routing import UNATTRIBUTED
 
 
-def make_session():
+def make_session(initialized: str | None = "2025-11-25"):
     sent: list[dict] = []
     events: list = []
     session = DownstreamSession(
@@ -23,12 +23,18 @@ def make_session():
         emit=events.append,
         send=lambda data: sent.append(json.loads(data)),
     )
+    if initialized:
+        session.handle(
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": initialized}}
+        )
+        sent.clear()
+        events.clear()
     return session, sent, events
 
 
 @pytest.mark.parametrize("version", HANDSHAKE_VERSIONS)
 def test_initialize_answers_the_revision_the_client_asked_for(version):
-    session, sent, _ = make_session()
+    session, sent, _ = make_session(initialized=None)
     session.handle(
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": version}}
     )
@@ -37,7 +43,7 @@ def test_initialize_answers_the_revision_the_client_asked_for(version):
 
 
 def test_initialize_with_an_unknown_revision_answers_the_newest_handshake_revision():
-    session, sent, _ = make_session()
+    session, sent, _ = make_session(initialized=None)
     session.handle(
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "1999-01-01"}}
     )

@@ -68,7 +68,7 @@ class BridgeConnection(asyncio.Protocol):
             self._abort(f"{exc}")
             return
         handle = self._handle
-        loads = json.loads
+        parse = jsonrpc.parse
         for line in lines:
             if handle is None:
                 self._preamble(line)
@@ -76,12 +76,15 @@ class BridgeConnection(asyncio.Protocol):
                 if handle is None:
                     return
                 continue
-            if not line:
+            if not line.strip():  # blank and whitespace-only lines are not messages
                 continue
             try:
-                message = loads(line)
-            except ValueError:
-                self._send(jsonrpc.error(None, jsonrpc.PARSE_ERROR, "parse error: not JSON"))
+                message = parse(line)
+            except jsonrpc.NotJSON as exc:
+                if self.session is not None:
+                    self.session.refuse_unparsable(line, exc.reason)
+                else:
+                    self._send(jsonrpc.error(None, jsonrpc.PARSE_ERROR, f"parse error: {exc.reason}"))
                 continue
             try:
                 handle(message)

@@ -36,6 +36,11 @@ Searcher = Callable[[str, int, frozenset[str], SearchDone], None]
 """Runs a tool search off the loop: (query, k, allowed names, callback(hits, error) on the loop)."""
 
 
+def _is_id(value: Any) -> bool:
+    """A JSON-RPC request id: a string or an integer (never a bool)."""
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
 def _no_search(query: str, k: int, allowed: frozenset[str], done: SearchDone) -> None:
     done([], None)
 
@@ -94,32 +99,66 @@ class DownstreamSession:
     def handle(self, message: Any) -> None:
         """Dispatch one parsed message."""
         if not isinstance(message, dict):
+            if isinstance(message, list) and self.protocol_version == "2025-03-26":
+                self._batch(message)
+                return
             self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "a message must be a JSON object"))
             return
         method = message.get("method")
+        request_id = message.get("id")
         if not isinstance(method, str):
-            if "id" not in message:
-                self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "not a JSON-RPC request"))
-            return  # a response to a server→client request: none are sent yet
+            if "result" in message or "error" in message:
+                return  # a response to a server→client request: none are sent yet
+            valid_id = request_id if _is_id(request_id) else None
+            detail = "not a JSON-RPC request: method must be a string"
+            self.send(jsonrpc.error(valid_id, jsonrpc.INVALID_REQUEST, detail))
+            return
         if "id" not in message:
             self._notification(method, message.get("params"))
             return
-        request_id = message["id"]
-        if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+        if not _is_id(request_id):
             self.send(
                 jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "a request id must be a string or an integer")
             )
             return
-        if method == "tools/call":
-            self._call_tool(request_id, message)
-        elif method == "tools/list":
-            self._list_tools(request_id)
-        elif method == "ping":
+        if method == "ping":
             self.send(jsonrpc.result(request_id, {}))
         elif method == "initialize":
             self._initialize(request_id, message.get("params"))
+        elif not self.protocol_version:
+            detail = f"{method} before initialize: send initialize first (only ping may come before it)"
+            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, detail))
+        elif method == "tools/call":
+            self._call_tool(request_id, message)
+        elif method == "tools/list":
+            self._list_tools(request_id)
         else:
             self.send(jsonrpc.error(request_id, jsonrpc.METHOD_NOT_FOUND, f"method not found: {method}"))
+
+    def _batch(self, messages: list[Any]) -> None:
+        """A JSON-RPC batch (legal in 2025-03-26 only): each member handled as if sent alone, each
+        answer sent as it is ready (an empty batch is an invalid request)."""
+        if not messages:
+            self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "an empty batch"))
+            return
+        for message in messages:
+            if isinstance(message, list):
+                self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "a batch inside a batch"))
+            else:
+                self.handle(message)
+
+    def refuse_unparsable(self, line: bytes, reason: str) -> None:
+        """A line that is not strict JSON (NaN, Infinity, bad UTF-8, syntax): never forwarded. Answered
+        with -32700, or -32602 and the request's id when a lenient reading finds one; a
+        ``tools/call`` so refused is recorded as a denied call."""
+        request_id, method = jsonrpc.lenient_id(line)
+        if request_id is None:
+            self.send(jsonrpc.error(None, jsonrpc.PARSE_ERROR, f"parse error: {reason}"))
+            return
+        if method == "tools/call":
+            self._invalid(request_id, reason, None, None, time.perf_counter())
+            return
+        self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, f"invalid request: {reason}"))
 
     def _notification(self, method: str, params: Any) -> None:
         if method == "notifications/cancelled" and isinstance(params, dict):
@@ -129,6 +168,10 @@ class DownstreamSession:
                 link.cancel_call(call.upstream_id, "cancelled by the client")
 
     def _initialize(self, request_id: Any, params: Any) -> None:
+        if self.protocol_version:
+            detail = f"already initialized at {self.protocol_version}; a session initializes once"
+            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, detail))
+            return
         asked = params.get("protocolVersion") if isinstance(params, dict) else None
         version = asked if asked in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
         self.protocol_version = version
@@ -168,18 +211,17 @@ class DownstreamSession:
         started = time.perf_counter()
         params = message.get("params")
         if not isinstance(params, dict) or not isinstance(params.get("name"), str):
-            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, "tools/call needs params.name"))
+            self._invalid(request_id, "tools/call needs params.name, a string", None, None, started)
             return
         name: str = params["name"]
         arguments = params.get("arguments")
         if arguments is None:
-            arguments = {}
+            arguments = params["arguments"] = {}
         elif not isinstance(arguments, dict):
-            self.send(
-                jsonrpc.error(
-                    request_id, jsonrpc.INVALID_PARAMS, "tools/call params.arguments must be an object"
-                )
-            )
+            self._invalid(request_id, "tools/call params.arguments must be an object", name, None, started)
+            return
+        if request_id in self.calls:
+            self._invalid(request_id, "a call with this request id is already in flight", name, None, started)
             return
         if self.view.exposure != "full" and name in (SEARCH_TOOLS, CALL_TOOL):
             if name == SEARCH_TOOLS:
@@ -189,7 +231,7 @@ class DownstreamSession:
             inner_args = arguments.get("arguments")
             if not isinstance(inner, str) or not isinstance(inner_args, dict | None):
                 detail = "call_tool needs arguments {name: string, arguments: object}"
-                self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, detail))
+                self._invalid(request_id, detail, CALL_TOOL, arguments, started)
                 return
             name, arguments = inner, inner_args or {}
             params = {
@@ -223,9 +265,6 @@ class DownstreamSession:
         if link is None or not link.available:
             self._refuse(request_id, "upstream_unavailable", name, route, arguments, started)
             return
-        if request_id in self.calls:
-            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, "request id already in flight"))
-            return
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         call = CallInflight(self, request_id, link.new_call_id(), route, arguments, token, started)
@@ -258,7 +297,7 @@ class DownstreamSession:
         k = arguments.get("k", SEARCH_K_DEFAULT)
         if not isinstance(query, str) or not isinstance(k, int) or isinstance(k, bool):
             detail = "search_tools needs arguments {query: string, k: integer}"
-            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, detail))
+            self._invalid(request_id, detail, SEARCH_TOOLS, arguments, started)
             return
         k = max(1, min(SEARCH_K_MAX, k))
         view = self.view
@@ -320,6 +359,28 @@ class DownstreamSession:
             reason=reason,
             started=started,
             response_bytes=size,
+            span_id=os.urandom(8).hex(),
+        )
+
+    def _invalid(
+        self, request_id: Any, detail: str, name: str | None, arguments: Any, started: float
+    ) -> None:
+        """A malformed call: a structured ``invalid_request`` error, and a denied row under ``harness``
+        (the tool named, if any; the arguments per ``call_log_args``)."""
+        line = jsonrpc.gateway_error(
+            request_id, "invalid_request", detail, "Fix the request; it was not sent to any upstream."
+        )
+        self.send(line)
+        self.recorder.record(
+            session=self,
+            upstream="harness",
+            tool=(name or "tools/call")[:200],
+            tier="read",
+            arguments=arguments if arguments is not None else {},
+            outcome="denied",
+            reason="invalid_request",
+            started=started,
+            response_bytes=len(line),
             span_id=os.urandom(8).hex(),
         )
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import signal
 from collections.abc import Callable
@@ -145,7 +144,7 @@ class StdioChild:
         """Write one message line to the child's stdin."""
         stdin = self._stdin
         if stdin is not None and not stdin.is_closing():
-            OUTBOX.write(stdin, jsonrpc.encode(message))
+            OUTBOX.write(stdin, jsonrpc.encode_ascii(message))
 
     def stdout_received(self, data: bytes) -> None:
         """Parse each complete line once and hand it on; garbage is logged and skipped."""
@@ -159,7 +158,7 @@ class StdioChild:
             if not line.strip():
                 continue
             try:
-                message = json.loads(line)
+                message = jsonrpc.parse(line)
             except ValueError:
                 self.log.write(b"[harness] not JSON on stdout: " + line[:200] + b"\n")
                 continue

@@ -8,6 +8,9 @@ from typing import Any, Final
 from harness.vocabulary import Outcome
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+_ASCII_ENCODER = json.JSONEncoder(
+    ensure_ascii=True, separators=(",", ":"), check_circular=False, allow_nan=False
+)
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
@@ -16,6 +19,7 @@ INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 
 GATEWAY_ERROR_CODES: Final[dict[str, int]] = {
+    "invalid_request": INVALID_PARAMS,
     "unknown_tool": INVALID_PARAMS,
     "not_permitted": -32003,
     "upstream_unavailable": -32010,
@@ -26,6 +30,7 @@ GATEWAY_ERROR_CODES: Final[dict[str, int]] = {
 """The JSON-RPC code of each gateway-produced failure (the table is in docs/call-log.md)."""
 
 OUTCOME_OF_REASON: Final[dict[str, Outcome]] = {
+    "invalid_request": "denied",
     "unknown_tool": "denied",
     "not_permitted": "denied",
     "upstream_unavailable": "upstream_error",
@@ -38,6 +43,57 @@ OUTCOME_OF_REASON: Final[dict[str, Outcome]] = {
 def encode(message: dict[str, Any]) -> bytes:
     """One message as a compact UTF-8 JSON line."""
     return (_ENCODER.encode(message) + "\n").encode()
+
+
+def encode_ascii(message: dict[str, Any]) -> bytes:
+    """One message as a compact JSON line with every non-ASCII character escaped: what the gateway
+    sends upstream, so no text an agent sent (a lone surrogate included) can make a line that an
+    upstream's parser drops."""
+    return (_ASCII_ENCODER.encode(message) + "\n").encode("ascii")
+
+
+class NotJSON(ValueError):
+    """A line that is not standard JSON; ``reason`` says why in words an agent can act on."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _no_constants(name: str) -> Any:
+    raise NotJSON(f"{name} is not a JSON number (standard JSON has no NaN or Infinity)")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constants)
+
+
+def parse(line: bytes) -> Any:
+    """One line as strict JSON: UTF-8, no NaN/Infinity. Raises :class:`NotJSON` with the reason."""
+    try:
+        text = line.decode()
+    except UnicodeDecodeError:
+        raise NotJSON("the line is not valid UTF-8") from None
+    try:
+        return _DECODER.decode(text)
+    except NotJSON:
+        raise
+    except ValueError as exc:
+        raise NotJSON(f"not JSON ({exc.args[0].split(':')[0] if exc.args else 'syntax error'})") from None
+
+
+def lenient_id(line: bytes) -> tuple[Any, Any]:
+    """The (id, method) a line that :func:`parse` refused seems to carry, so the refusal can answer
+    the request it belongs to; (None, None) when even a lenient parse finds none."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return None, None
+    if not isinstance(message, dict):
+        return None, None
+    request_id = message.get("id")
+    if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+        request_id = None
+    return request_id, message.get("method")
 
 
 def result(request_id: Any, value: dict[str, Any]) -> bytes:
