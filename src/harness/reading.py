@@ -66,7 +66,7 @@ class SearchOutcome:
     position: int
     session_id: str
     harness: str | None
-    query: str
+    query: str | None
     results: tuple[str, ...]
     next_tool: str | None
     """Exposed name of the next upstream tool call in the session (None: no call followed)."""

@@ -289,6 +289,7 @@ class ToolSearchCompleted(Event):
     """
 
     STORED_NAME = "tool_search.completed"
+    VERSION = 2
     session_id: str
     """The downstream session that searched."""
 
@@ -298,8 +299,8 @@ class ToolSearchCompleted(Event):
     run_id: str | None
     """The owner's run; null when unattributed."""
 
-    query: str
-    """The query as the agent sent it."""
+    query: str | None
+    """The query as stored under `call_log_args`: redacted (`redacted`), else null (v1 rows: as sent)."""
 
     k: int
     """How many results the agent asked for (after the gateway's default and cap)."""

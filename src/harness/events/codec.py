@@ -26,6 +26,7 @@ def _with_unknown_harness(fields: dict[str, Any]) -> dict[str, Any]:
 UPCASTERS[("session.initialized", 1)] = _with_unknown_harness
 UPCASTERS[("session.closed", 1)] = _with_unknown_harness
 UPCASTERS[("tool_call.completed", 1)] = dict  # v2 lets args_hash be null; every v1 row has one
+UPCASTERS[("tool_search.completed", 1)] = dict  # v2 lets query be null; v1 rows hold it as sent
 
 
 def encode(event: Event) -> str:

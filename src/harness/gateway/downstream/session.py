@@ -325,7 +325,7 @@ class DownstreamSession:
                     session_id=self.session_id,
                     harness=self.identity.harness,
                     run_id=self.identity.run_id,
-                    query=query[:1000],
+                    query=self.recorder.stored_text(query),
                     k=k,
                     results=tuple(tool["name"] for tool in found),
                     latency_ms=round((time.perf_counter() - started) * 1000, 3),

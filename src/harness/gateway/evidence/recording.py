@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.events import Event, ToolCallCompleted
 from harness.gateway.evidence.metrics import CALL_DURATION, CALLS, RESPONSE_BYTES
-from harness.gateway.evidence.redaction import canonical_json, redacted_args
+from harness.gateway.evidence.redaction import canonical_json, may_hold_secret, redact_text, redacted_args
 from harness.vocabulary import ArgsMode, Outcome, Tier
 
 TOOL_LABELS_PER_UPSTREAM = 100
@@ -54,6 +54,13 @@ class CallRecorder:
             seen.add(tool)
             return tool
         return "__other__"
+
+    def stored_text(self, text: str, limit: int = 1000) -> str | None:
+        """Free text an agent sent to a gateway tool (a search query), as ``call_log_args`` allows
+        it to be stored: redacted and capped under ``redacted``, else not at all."""
+        if self.args_mode != "redacted":
+            return None
+        return redact_text(text)[:limit] if may_hold_secret(text) else text[:limit]
 
     def record(
         self,

@@ -10,9 +10,17 @@ ARGS_CAP_BYTES = 4096
 REDACTED = "[REDACTED]"
 
 _SECRET_KEY = re.compile(
-    r"(?i)(pass(word|wd|phrase)?|secret|token|api[_-]?key|apikey|auth(orization)?|credential|"
-    r"private[_-]?key|access[_-]?key|cookie|session[_-]?key|client[_-]?secret|bearer)"
+    r"(?i)(pass(word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|auth(orization)?|credential|"
+    r"private[_-]?key|access[_-]?key|cookie|session|client[_-]?secret|bearer|(^|[_-])key$)"
 )
+"""A key (JSON object key) whose value is replaced whatever it looks like."""
+
+_ASSIGNED_NAME = (
+    r"[\w.-]*?(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|credential|"
+    r"private[_-]?key|access[_-]?key|_key)"
+)
+"""The name in ``NAME=value`` / ``"NAME": "value"`` text: any prefix (``DB_PASSWORD``,
+``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``STRIPE_KEY``) ending in a secret word."""
 
 _SECRET_VALUE = re.compile(
     "|".join(
@@ -27,7 +35,13 @@ _SECRET_VALUE = re.compile(
             r"\bAIza[0-9A-Za-z_-]{35}\b",
             r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b",
             r"\bbearer\s+[A-Za-z0-9._~+/=-]{8,}",
-            r"\b(password|passwd|secret|token|api[_-]?key)\s*[=:]\s*[^\s&,;\"']+",
+            r"\bbasic\s+[A-Za-z0-9+/=]{8,}",
+            # NAME=value, NAME: value, "NAME": "value" (a JSON object inside a string too)
+            rf"\b{_ASSIGNED_NAME}[\"']?\s*[=:]\s*(?:\"[^\"]*\"|'[^']*'|[^\s&,;\"'}}]+)",
+            # "my password is hunter2", "the token was abc"
+            r"\b(?:password|passphrase|passwd|token|secret)\s+(?:is|was|=)\s+\S+",
+            # mysql -pSECRET, mysqldump --password=SECRET (the option glued to its value)
+            r"(?<=\s)-p(?!\s)\S+(?=.*\bmysql)|\bmysql(?:dump|admin)?\b[^\n]*?\s-p(?!\s)\S+",
         )
     ),
     re.IGNORECASE,
@@ -85,6 +99,10 @@ _MARKERS = (
     "secret",
     "token",
     "key",
+    "pwd",
+    "session",
+    "mysql",
+    "basic",
     "auth",
     "credential",
     "cookie",

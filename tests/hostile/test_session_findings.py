@@ -1,0 +1,261 @@
+"""Findings of the new-user and attacker trial on the MCP session path, each reproduced first
+(``../shared/reports/2026-12-01-new-user-trial.md``): a session fed what a careless or hostile agent
+sends, with no upstream needed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.events import ToolCallCompleted, ToolSearchCompleted
+from harness.gateway.downstream.session import DownstreamSession
+from harness.gateway.evidence.recording import CallRecorder
+from harness.gateway.evidence.redaction import redact_text, redacted_args
+from harness.gateway.wire import jsonrpc
+from harness.rules.exposure import EMPTY_VIEW, build_view
+from harness.rules.routing import UNATTRIBUTED
+
+
+def session_for(version: str | None = "2025-11-25", view=EMPTY_VIEW, mode="redacted", search=None):
+    sent: list = []
+    events: list = []
+    kwargs = {"search": search} if search else {}
+    session = DownstreamSession(
+        identity=UNATTRIBUTED,
+        view=view,
+        links=lambda _name: None,
+        recorder=CallRecorder(events.append, mode),
+        emit=events.append,
+        send=lambda data: sent.append(json.loads(data)),
+        **kwargs,
+    )
+    if version:
+        session.handle(
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": version}}
+        )
+        sent.clear()
+        events.clear()
+    return session, sent, events
+
+
+def calls(events: list) -> list[ToolCallCompleted]:
+    return [e for e in events if isinstance(e, ToolCallCompleted)]
+
+
+# ---------------------------------------------------------------- M3: non-standard JSON
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_m3_a_nan_in_a_request_is_refused_at_the_edge_with_its_id_and_recorded(constant):
+    session, sent, events = session_for()
+    line = (
+        '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x__y","arguments":{"a":%s}}}'
+        % constant
+    ).encode()
+    with pytest.raises(jsonrpc.NotJSON):
+        jsonrpc.parse(line)
+    session.refuse_unparsable(line, jsonrpc.NotJSON(f"{constant} is not a JSON number").reason)
+    error = sent[0]["error"]
+    assert sent[0]["id"] == 7 and error["code"] == jsonrpc.INVALID_PARAMS
+    assert (
+        error["data"] == {"reason": "invalid_request"}
+        and "NaN" in error["message"]
+        or constant in error["message"]
+    )
+    (row,) = calls(events)
+    assert (row.outcome, row.error_reason, row.upstream) == ("denied", "invalid_request", "harness")
+
+
+def test_m3_bad_utf8_and_garbage_are_parse_errors_without_an_id():
+    for line in (b'{"id":1,"method":"ping"\xff}', b"{not json", b'{"a":1e99999}x'):
+        with pytest.raises(jsonrpc.NotJSON):
+            jsonrpc.parse(line)
+    session, sent, _ = session_for()
+    session.refuse_unparsable(b"{not json", "not JSON")
+    assert sent[0]["id"] is None and sent[0]["error"]["code"] == jsonrpc.PARSE_ERROR
+
+
+def test_m3_what_goes_upstream_is_ascii_so_no_agent_text_can_make_a_line_an_upstream_drops():
+    line = jsonrpc.encode_ascii({"text": "caf\u00e9 \ud800 \U0001f600"})
+    assert line.isascii() and json.loads(line)["text"] == "caf\u00e9 \ud800 \U0001f600"
+
+
+# ---------------------------------------------------------------- M4 / M5: redaction
+
+
+def test_m4_a_search_query_is_redacted_in_its_event_and_its_row():
+    def search(query, k, allowed, done):
+        done([], None)
+
+    session, sent, events = session_for(view=_lazy_view(), search=search)
+    secret = "use password=hunter2-QUERY-SECRET and token ghp_Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
+    session.handle(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "search_tools", "arguments": {"query": secret}},
+        }
+    )
+    assert "result" in sent[0]
+    stored = json.dumps([e.model_dump() for e in events])
+    assert "hunter2-QUERY-SECRET" not in stored and "ghp_Q1w2" not in stored
+    (search_event,) = [e for e in events if isinstance(e, ToolSearchCompleted)]
+    assert search_event.query is not None and "[REDACTED]" in search_event.query
+
+
+@pytest.mark.parametrize("mode", ["hash", "none"])
+def test_m4_a_search_query_is_not_stored_at_all_under_hash_or_none(mode):
+    def search(query, k, allowed, done):
+        done([], None)
+
+    session, _sent, events = session_for(view=_lazy_view(), mode=mode, search=search)
+    session.handle(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "search_tools", "arguments": {"query": "hunter2-NONEMODE-SECRET"}},
+        }
+    )
+    assert "hunter2-NONEMODE-SECRET" not in json.dumps([e.model_dump() for e in events])
+    (row,) = calls(events)
+    assert row.args is None and (row.args_hash is None) == (mode == "none")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "DB_PASSWORD=RV-1",
+        "GITHUB_TOKEN=RV-6 other",
+        "export DB_PASSWORD=RV-3 && run",
+        "AWS_SECRET_ACCESS_KEY=RV-8",
+        "STRIPE_KEY=RV-10",
+        "client_secret: RV-11",
+        '{"password": "RV-4"}',
+        "mysql -pRV-5 -u root db",
+        "my password is RV-7",
+    ],
+)
+def test_m5_prefixed_env_style_names_and_the_other_misses_are_redacted(text):
+    assert "RV-" not in redact_text(text)
+    assert "RV-" not in redacted_args({"command": text})
+
+
+@pytest.mark.parametrize("key", ["pwd", "session", "DB_PASSWORD", "api_key", "X-Api-Key", "stripe_key"])
+def test_m5_values_under_secret_keys_are_redacted(key):
+    assert "RV-" not in redacted_args({key: "RV-12", "nested": {key: ["RV-13"]}})
+
+
+@pytest.mark.parametrize(
+    "text", ["mkdir -p build && ls", "find . -print", "sort_key=name", "monkey business"]
+)
+def test_m5_ordinary_text_that_looks_close_is_kept(text):
+    assert redact_text(text) == text
+
+
+# ---------------------------------------------------------------- m2: malformed calls
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"name": "x__y", "arguments": "not an object"},
+        {"arguments": {}},
+        {"name": 5},
+        "params as a string",
+    ],
+)
+def test_m2_a_malformed_call_gets_data_reason_and_a_row(params):
+    session, sent, events = session_for()
+    session.handle({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params})
+    error = sent[0]["error"]
+    assert error["code"] == jsonrpc.INVALID_PARAMS and error["data"] == {"reason": "invalid_request"}
+    (row,) = calls(events)
+    assert (row.outcome, row.error_reason, row.upstream) == ("denied", "invalid_request", "harness")
+
+
+def test_m2_call_tool_with_bad_arguments_gets_data_reason_and_a_row():
+    session, sent, events = session_for(view=_lazy_view())
+    session.handle(
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "call_tool", "arguments": {"name": 1}},
+        }
+    )
+    assert sent[0]["error"]["data"] == {"reason": "invalid_request"}
+    assert [(r.tool, r.outcome) for r in calls(events)] == [("call_tool", "denied")]
+
+
+# ---------------------------------------------------------------- m14: JSON-RPC edge cases
+
+
+def test_m14_requests_before_initialize_are_refused_except_ping():
+    session, sent, _ = session_for(version=None)
+    session.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    session.handle({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    assert sent[0]["error"]["code"] == jsonrpc.INVALID_REQUEST and "initialize" in sent[0]["error"]["message"]
+    assert sent[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+def test_m14_a_second_initialize_is_refused():
+    session, sent, _ = session_for()
+    session.handle(
+        {"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {"protocolVersion": "2024-11-05"}}
+    )
+    assert sent[0]["error"]["code"] == jsonrpc.INVALID_REQUEST
+    assert session.protocol_version == "2025-11-25"
+
+
+@pytest.mark.parametrize("message", [{"jsonrpc": "2.0", "id": 301, "method": 123}, {"id": 300}])
+def test_m14_a_request_without_a_valid_method_is_answered_with_its_id(message):
+    session, sent, _ = session_for()
+    session.handle(message)
+    assert sent[0]["id"] == message["id"] and sent[0]["error"]["code"] == jsonrpc.INVALID_REQUEST
+
+
+def test_m14_a_batch_is_served_in_2025_03_26_and_refused_after():
+    session, sent, _ = session_for(version="2025-03-26")
+    session.handle(
+        [{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+    )
+    assert [m["id"] for m in sent] == [1, 2] and all("result" in m for m in sent)
+    session, sent, _ = session_for(version="2025-06-18")
+    session.handle([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])
+    assert sent[0]["error"]["code"] == jsonrpc.INVALID_REQUEST
+
+
+# ---------------------------------------------------------------- M7 / m16: unknown names
+
+
+def test_m7_an_unknown_name_is_recorded_under_harness_never_as_a_made_up_upstream():
+    session, sent, events = session_for()
+    for i in range(50):
+        session.handle(
+            {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": f"fake{i}__tool{i}", "arguments": {}},
+            }
+        )
+    assert {r.upstream for r in calls(events)} == {"harness"}
+    assert all(r.outcome == "denied" for r in calls(events))
+
+
+def test_m16_a_refusal_to_an_unattributed_session_names_the_token_as_the_problem():
+    session, sent, _ = session_for()
+    session.handle(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x__y", "arguments": {}}}
+    )
+    assert "HARNESS_MCP_TOKEN" in sent[0]["error"]["message"]
+
+
+def _lazy_view():
+    from harness.config import Config, PolicyConfig
+
+    policy = PolicyConfig(name="lazy", servers=(), exposure="lazy")
+    return build_view(policy, Config(policies={"lazy": policy}), {})
