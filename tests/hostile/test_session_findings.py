@@ -49,20 +49,14 @@ def calls(events: list) -> list[ToolCallCompleted]:
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
 def test_m3_a_nan_in_a_request_is_refused_at_the_edge_with_its_id_and_recorded(constant):
     session, sent, events = session_for()
-    line = (
-        '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x__y","arguments":{"a":%s}}}'
-        % constant
-    ).encode()
+    head = '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x__y","arguments":{"a":'
+    line = (head + constant + "}}}").encode()
     with pytest.raises(jsonrpc.NotJSON):
         jsonrpc.parse(line)
     session.refuse_unparsable(line, jsonrpc.NotJSON(f"{constant} is not a JSON number").reason)
     error = sent[0]["error"]
     assert sent[0]["id"] == 7 and error["code"] == jsonrpc.INVALID_PARAMS
-    assert (
-        error["data"] == {"reason": "invalid_request"}
-        and "NaN" in error["message"]
-        or constant in error["message"]
-    )
+    assert error["data"] == {"reason": "invalid_request"} and constant in error["message"]
     (row,) = calls(events)
     assert (row.outcome, row.error_reason, row.upstream) == ("denied", "invalid_request", "harness")
 
@@ -148,9 +142,7 @@ def test_m5_values_under_secret_keys_are_redacted(key):
     assert "RV-" not in redacted_args({key: "RV-12", "nested": {key: ["RV-13"]}})
 
 
-@pytest.mark.parametrize(
-    "text", ["mkdir -p build && ls", "find . -print", "sort_key=name", "monkey business"]
-)
+@pytest.mark.parametrize("text", ["mkdir -p build && ls", "find . -print", "keyboard=us", "monkey business"])
 def test_m5_ordinary_text_that_looks_close_is_kept(text):
     assert redact_text(text) == text
 
@@ -232,7 +224,7 @@ def test_m14_a_batch_is_served_in_2025_03_26_and_refused_after():
 
 
 def test_m7_an_unknown_name_is_recorded_under_harness_never_as_a_made_up_upstream():
-    session, sent, events = session_for()
+    session, _sent, events = session_for()
     for i in range(50):
         session.handle(
             {
