@@ -135,7 +135,8 @@ class StoreView:
         limit: int | None = None,
         after_position: int = 0,
     ) -> list[dict[str, Any]]:
-        """Call-log rows as dicts (columns: docs/call-log.md), oldest first: the ``limit`` most recent.
+        """Call-log rows as dicts (columns: docs/call-log.md): the ``limit`` most recently logged
+        (and after ``after_position``), ordered by start time (``ts``, then position).
 
         ``since`` ≤ ts < ``until``; text bounds compare with ``call_log.ts`` as text.
         """
@@ -162,7 +163,7 @@ class StoreView:
             sql += " LIMIT ?"
             args.append(limit)
         rows = [dict(zip(COLUMNS, row, strict=True)) for row in self.conn.execute(sql, args)]
-        rows.reverse()
+        rows.sort(key=_start_order)  # chosen by log position (completion), shown by start time
         return rows
 
     def sessions(self, *, harness: str | None = None, since: TimeBound = None) -> list[SessionSummary]:
@@ -358,5 +359,16 @@ def _pandas() -> Any:
 
 
 def open_store(path: str | Path) -> StoreView:
-    """Open a store read-only (it may be live: WAL lets readers run beside the daemon)."""
-    return StoreView(Path(path).expanduser())
+    """Open a store read-only (it may be live: WAL lets readers run beside the daemon).
+
+    ``path`` is the store file (``harness.db``); given a state dir, it says so.
+    """
+    store = Path(path).expanduser()
+    if store.is_dir():
+        hint = store / "harness.db"
+        raise StoreError(f"{store} is a folder, not a store: open the store file in it ({hint})")
+    return StoreView(store)
+
+
+def _start_order(row: dict[str, Any]) -> tuple[str, int]:
+    return row["ts"], row["position"]

@@ -10,14 +10,24 @@ from harness.naming import exposed_name
 
 def format_call(row: dict[str, Any]) -> str:
     """One call-log row as a line for people."""
-    who = row["harness"] or "(unattributed)"
+    who = _fit(row["harness"] or "(unattributed)", WHO_WIDTH)
     reason = f" ({row['error_reason']})" if row.get("error_reason") and row["outcome"] != "ok" else ""
     upstream, tool = row["upstream"], row["tool"]
-    tool = tool if upstream == "harness" else exposed_name(upstream, tool)
+    tool = _fit(tool if upstream == "harness" else exposed_name(upstream, tool), TOOL_WIDTH)
     return (
-        f"{row['ts']}  {who:<16} {tool:<34} {row['outcome'] + reason:<24} "
-        f"{row['latency_ms']:>8.2f} ms  {row['response_bytes']:>7} B"
+        f"{row['ts']}  {who:<{WHO_WIDTH}} {tool:<{TOOL_WIDTH}} {_fit(row['outcome'] + reason, 32):<32} "
+        f"{row['latency_ms']:>9.2f} ms  {row['response_bytes']:>8} B"
     )
+
+
+WHO_WIDTH = 16
+TOOL_WIDTH = 50
+"""Exposed tool names are at most 50 characters (the shortening rule), so every name fits."""
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters with an ellipsis, so the columns stay aligned."""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def call_json(row: dict[str, Any]) -> str:

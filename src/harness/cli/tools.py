@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.cli.common import CliError, Globals
-from harness.config import Config, PolicyConfig, load_config
+from harness.config import Config, PolicyConfig, default_config_path, load_config
 from harness.events import ToolCatalogFetched
 from harness.reading import StoreView, open_store
 from harness.rules.exposure import Route, ToolView, build_view, catalogue_routes, session_listing, trimmed
@@ -27,9 +27,16 @@ def latest_catalogs(view: StoreView) -> dict[str, list[dict[str, Any]]]:
     return catalogs
 
 
+def _read_from(config: Config) -> str:
+    """Which configuration was read, for messages: its files, or where none was found."""
+    if config.files:
+        return ", ".join(map(str, config.files))
+    return f"no configuration file (looked for {default_config_path()}; give --config FILE)"
+
+
 def _policy(config: Config, harness: str) -> PolicyConfig:
     if harness not in config.harnesses:
-        raise CliError(f"no harness {harness!r} in the configuration")
+        raise CliError(f"no harness {harness!r} in the configuration read: {_read_from(config)}")
     return config.policy_for(harness) or NO_POLICY
 
 
@@ -46,17 +53,21 @@ def _size(value: Any) -> int:
 def print_tools(g: Globals, harness: str | None, *, as_json: bool) -> int:
     """Print the tools (all known, or one harness's) with tiers and bytes, then bytes per mode."""
     config = load_config(g.config)
+    if not config.files:
+        raise CliError(_read_from(config))
     with open_store(g.paths.db) as view:
         catalogs = latest_catalogs(view)
         if not catalogs:
             raise CliError("no tool catalogue in the store yet: start the daemon once")
         routes: Mapping[str, Route]
         tools: Mapping[str, Mapping[str, Any]]
+        exposure: str | None = None
         if harness is None:
             routes, _aliases, tools = catalogue_routes(config, catalogs)
             chars, modes = NO_POLICY.max_description_chars, {}
         else:
             policy = _policy(config, harness)
+            exposure = policy.exposure
             views = {
                 m: build_view(policy.model_copy(update={"exposure": m}), config, catalogs) for m in MODES
             }
@@ -79,12 +90,18 @@ def print_tools(g: Globals, harness: str | None, *, as_json: bool) -> int:
         for name, route in routes.items()
     ]
     if as_json:
-        print(json.dumps({"harness": harness, "tools": rows, "bytes_per_mode": modes}, ensure_ascii=False))
+        out = {"harness": harness, "exposure": exposure, "tools": rows, "bytes_per_mode": modes}
+        print(json.dumps(out, ensure_ascii=False))
         return 0
     print(f"{'NAME':<50} {'TIER':<5} {'BYTES':>7}")
     for row in rows:
         print(f"{row['name']:<50} {row['tier']:<5} {row['bytes']:>7}")
     print(f"\n{len(rows)} tools")
+    if exposure is not None:
+        print(f"{harness} uses exposure {exposure!r} (its policy's); what each mode would cost:")
     for mode, size in modes.items():
-        print(f"  {mode:<15} {size:>9,} bytes of tool schemas per session")
+        marker = "  <- in use" if mode == exposure else ""
+        print(f"  {mode:<15} {size:>9,} bytes of tool schemas per session{marker}")
+    if modes and modes["top_k"] > modes["full"]:
+        print("  (top_k also lists search_tools and call_tool: for a small tool set it costs more than full)")
     return 0

@@ -203,6 +203,10 @@ class _Builder:
         else:
             policy = _validate(PolicyConfig, file, key, _named(file, key, name, raw))
             refuse_unbuilt(file, section, name, policy)
+            for field_name in ("tools", "deny"):
+                for glob in getattr(policy, field_name):
+                    if (problem := glob_problem(glob)) is not None:
+                        raise ConfigError(file, f"{key}.{field_name}", f"{glob!r}: {problem}")
             self.policies[name] = policy
 
     def _claim(self, file: Path, key: str) -> None:
@@ -222,6 +226,10 @@ class _Builder:
                 key = f"harness.{name}"
                 reason = f"no policy named {harness.mcp_policy!r}"
                 raise ConfigError(self.origin[key], f"{key}.mcp_policy", reason)
+        for name in self.harnesses.keys() & self.upstreams.keys():
+            key = f"harness.{name}"
+            reason = f"{name!r} also names an upstream ([mcp.{name}]); `harness restart {name}` must mean one"
+            raise ConfigError(self.origin[key], key, reason)
         default_policy = self.settings.get("default_policy", "")
         if default_policy and default_policy not in self.policies:
             key = "mcp.default_policy"
@@ -233,6 +241,17 @@ class _Builder:
             harnesses=self.harnesses,
             files=files,
         )
+
+
+def glob_problem(glob: str) -> str | None:
+    """Why a tool-name glob is not one (an unclosed ``[``), or None."""
+    depth_open = -1
+    for i, char in enumerate(glob):
+        if char == "[" and depth_open < 0:
+            depth_open = i
+        elif char == "]" and depth_open >= 0 and i > depth_open + 1:
+            depth_open = -1
+    return None if depth_open < 0 else f"unclosed '[' at position {depth_open + 1}"
 
 
 def _table(file: Path, key: str, value: object) -> dict[str, Any]:

@@ -23,7 +23,14 @@ from harness.actors.log_writer import Compact, EventIntake, LogWriterActor
 from harness.actors.policy import ApplyConfig, PolicyActor
 from harness.actors.snapshots import Published
 from harness.actors.upstream import UpstreamActor
-from harness.config import Config, ConfigError, HarnessConfig, UpstreamConfig, load_config
+from harness.config import (
+    Config,
+    ConfigError,
+    HarnessConfig,
+    UpstreamConfig,
+    default_config_path,
+    load_config,
+)
 from harness.config.model import loopback_address
 from harness.events import (
     ConfigReloaded,
@@ -35,14 +42,15 @@ from harness.events import (
 )
 from harness.gateway.actor_bridge import ask
 from harness.gateway.control_plane import ControlPlane
-from harness.gateway.downstream.connection import BridgeConnection, session_opened_event
+from harness.gateway.downstream.connection import session_opened_event
+from harness.gateway.downstream.control_socket import ControlSocket
 from harness.gateway.downstream.session import DownstreamSession, PolicyPublished
 from harness.gateway.evidence.metrics import (
     CALL_LOG_DROPPED,
     TOOL_SCHEMA_BYTES,
     UPSTREAM_EVENTS,
+    MetricsListener,
     follow_upstream_events,
-    serve_metrics,
 )
 from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.harnesses.spawner import HarnessSpawner
@@ -87,6 +95,7 @@ class Daemon:
         self._reloading = asyncio.Lock()
         self._upstream_actors: dict[str, tuple[Any, ...]] = {}
         self.control = ControlPlane(self)
+        self._metrics = MetricsListener()
 
     # ---------------------------------------------------------------- events
 
@@ -166,6 +175,12 @@ class Daemon:
         return 0
 
     async def _start(self) -> None:
+        if not self.config.files:
+            log.warning(
+                "no configuration file (looked for %s): running with no upstreams and no harnesses; "
+                "give --config FILE",
+                self.config_path or default_config_path(),
+            )
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop, sig.name)
@@ -194,8 +209,7 @@ class Daemon:
         await ask(self._policy, Barrier())
         writer = self._writer
         await asyncio.to_thread(lambda: writer.proxy().wait_flushed().get(timeout=30))
-        if self.config.mcp.metrics_listen:
-            serve_metrics(loopback_address(self.config.mcp.metrics_listen))
+        self._serve_metrics()
         self._server = await self._listen()
         self._spawner = HarnessSpawner(
             config=self.config,
@@ -222,6 +236,10 @@ class Daemon:
                 cutoff = time.time() - self.config.mcp.call_log_days * 86_400
                 self._writer.tell(Compact(older_than=cutoff))
             await asyncio.sleep(RETENTION_INTERVAL_S)
+
+    def _serve_metrics(self) -> None:
+        listen = self.config.mcp.metrics_listen
+        self._metrics.serve(loopback_address(listen) if listen else None)
 
     def _new_upstream(self, config: UpstreamConfig) -> SupervisedUpstream:
         """An upstream's actors, wire and supervision, registered under its key (a stdio child runs
@@ -255,23 +273,31 @@ class Daemon:
 
     async def _spawn(self, cfg: HarnessConfig) -> None:
         assert self._spawner is not None
+        where = f"harness.{cfg.name} in {', '.join(map(str, self.config.files)) or 'the configuration'}"
+        if cfg.workdir is not None and not cfg.workdir.is_dir():
+            log.error(
+                "harness %s: not started: workdir %s is not a folder (%s)", cfg.name, cfg.workdir, where
+            )
+            return
         try:
             await self._spawner.spawn(cfg)
+        except ConfigError as exc:
+            log.error("harness %s: not started: env_file %s (%s)", cfg.name, exc, where)
         except OSError as exc:
-            log.error("harness %s: cannot start %s: %s", cfg.name, cfg.argv[0], exc.strerror or exc)
+            log.error(
+                "harness %s: cannot start %s: %s (%s)", cfg.name, cfg.argv[0], exc.strerror or exc, where
+            )
 
     async def _listen(self) -> asyncio.AbstractServer:
-        loop = asyncio.get_running_loop()
-        old = os.umask(0o177)
-        try:
-            server = await loop.create_unix_server(
-                lambda: BridgeConnection(self.new_session, self.control.answer, self._track),
-                str(self.paths.socket),
-            )
-        finally:
-            os.umask(old)
-        os.chmod(self.paths.socket, 0o600)
-        return server
+        """The control socket: bridges and the CLI, attributed and capped (docs/control-socket.md)."""
+        control_socket = ControlSocket(
+            new_session=self.new_session,
+            on_session=self._track,
+            control=self.control.answer,
+            identities=lambda: self.routing.current.identities,
+            harness_pids=lambda: self._spawner.running_pids() if self._spawner else {},
+        )
+        return await control_socket.serve(self.paths.socket)
 
     def _hangup(self) -> None:
         task = asyncio.get_running_loop().create_task(self._reload_quietly())
@@ -300,6 +326,10 @@ class Daemon:
                 raise
             old, self.config = self.config, new
             self.recorder.args_mode = new.mcp.call_log_args
+            try:
+                self._serve_metrics()
+            except OSError as exc:
+                log.error("metrics_listen %s: cannot listen: %s", new.mcp.metrics_listen, exc.strerror or exc)
             assert self._policy is not None and self._spawner is not None
             self._spawner.config = new
             await ask(self._policy, ApplyConfig(new))
@@ -350,6 +380,7 @@ class Daemon:
             *(self._stop_upstream(up) for up in list(self.upstreams.values())), return_exceptions=True
         )
         log.debug("upstreams stopped after %.3fs", time.perf_counter() - started)
+        self._metrics.close()
         self.emit(DaemonStopped(ts=time.time(), reason=self._stop_reason or "stopped"))
         if self._policy is not None:
             self._policy.stop()

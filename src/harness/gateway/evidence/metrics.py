@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from harness.events import CircuitClosed, CircuitOpened, Event, UpstreamStateChanged
@@ -46,11 +48,31 @@ RESPONSE_BYTES = Histogram(
 )
 
 
-def serve_metrics(address: tuple[str, int]) -> None:
-    """Serve /metrics (Prometheus text) on a loopback address, from a daemon thread."""
-    from prometheus_client import start_http_server
+class MetricsListener:
+    """Serves /metrics (Prometheus text) on a loopback address from a thread; can move or stop."""
 
-    start_http_server(address[1], addr=address[0], registry=REGISTRY)
+    def __init__(self) -> None:
+        self.address: tuple[str, int] | None = None
+        self._server: Any = None
+
+    def serve(self, address: tuple[str, int] | None) -> None:
+        """Listen on ``address`` (None: not at all), closing a previous listener first if it differs."""
+        if address == self.address:
+            return
+        self.close()
+        if address is not None:
+            from prometheus_client import start_http_server
+
+            self._server, _thread = start_http_server(address[1], addr=address[0], registry=REGISTRY)
+            self.address = address
+
+    def close(self) -> None:
+        """Stop listening."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        self.address = None
 
 
 def follow_upstream_events(event: Event) -> None:
