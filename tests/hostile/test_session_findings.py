@@ -251,3 +251,34 @@ def _lazy_view():
 
     policy = PolicyConfig(name="lazy", servers=(), exposure="lazy")
     return build_view(policy, Config(policies={"lazy": policy}), {})
+
+
+# ---------------------------------------------------------------- m10: tiers and listings
+
+
+def _tiered_view(read_only: bool):
+    from harness.config import Config, PolicyConfig, UpstreamConfig
+
+    upstream = UpstreamConfig(name="everything", argv=("x",), write_tools=("get-env",))
+    policy = PolicyConfig(name="p", servers=("everything",))
+    catalog = {
+        "everything": [
+            {"name": "get-env", "annotations": {"readOnlyHint": True}, "inputSchema": {"type": "object"}},
+            {"name": "echo", "annotations": {"readOnlyHint": True}, "inputSchema": {"type": "object"}},
+            {"name": "write-file", "inputSchema": {"type": "object"}},
+        ]
+    }
+    config = Config(upstreams={"everything": upstream}, policies={"p": policy})
+    return build_view(policy, config, catalog, read_only=read_only)
+
+
+def test_m10_a_write_tools_override_shows_in_the_listed_read_only_hint():
+    listed = {t["name"]: t for t in json.loads(_tiered_view(read_only=False).listing_json)}
+    assert listed["everything__get-env"]["annotations"]["readOnlyHint"] is False
+    assert listed["everything__echo"]["annotations"]["readOnlyHint"] is True
+
+
+def test_m10_a_read_only_harness_is_not_listed_write_tools_but_calling_one_names_the_tier():
+    view = _tiered_view(read_only=True)
+    assert [t["name"] for t in json.loads(view.listing_json)] == ["everything__echo"]
+    assert view.resolve("everything__write-file") is not None  # still refused as a write tool

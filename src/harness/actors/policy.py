@@ -72,7 +72,7 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
         self._on_publish = on_publish
         self._catalogs: dict[str, tuple[dict[str, Any], ...]] = {}
         self._identities: dict[str, Identity] = {}
-        self._views: dict[str, ToolView] = {}
+        self._views: dict[tuple[str, bool], ToolView] = {}
         self._known: dict[str, Route] = {}
 
     def on_start(self) -> None:
@@ -121,7 +121,11 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
 
     def _rebuild_views(self) -> None:
         cfg = self._config
-        self._views = {name: build_view(p, cfg, self._catalogs) for name, p in cfg.policies.items()}
+        self._views = {
+            (name, read_only): build_view(p, cfg, self._catalogs, read_only=read_only)
+            for name, p in cfg.policies.items()
+            for read_only in (False, True)
+        }
         routes, aliases, _tools = catalogue_routes(cfg, self._catalogs)
         self._known = {**routes, **{alias: routes[name] for alias, name in aliases.items()}}
 

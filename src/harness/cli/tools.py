@@ -43,7 +43,12 @@ def _policy(config: Config, harness: str) -> PolicyConfig:
 def harness_view(g: Globals, view: StoreView, harness: str) -> ToolView:
     """The view the harness's policy gives over the catalogues in the store."""
     config = load_config(g.config)
-    return build_view(_policy(config, harness), config, latest_catalogs(view))
+    policy = _policy(config, harness)
+    return build_view(policy, config, latest_catalogs(view), read_only=_read_only(config, harness))
+
+
+def _read_only(config: Config, harness: str) -> bool:
+    return "write" not in config.harnesses[harness].mcp_allow
 
 
 def _size(value: Any) -> int:
@@ -69,9 +74,16 @@ def print_tools(g: Globals, harness: str | None, *, as_json: bool) -> int:
             policy = _policy(config, harness)
             exposure = policy.exposure
             views = {
-                m: build_view(policy.model_copy(update={"exposure": m}), config, catalogs) for m in MODES
+                m: build_view(
+                    policy.model_copy(update={"exposure": m}),
+                    config,
+                    catalogs,
+                    read_only=_read_only(config, harness),
+                )
+                for m in MODES
             }
-            routes, tools, chars = views["full"].routes, views["full"].tools, policy.max_description_chars
+            tools, chars = views["full"].tools, policy.max_description_chars
+            routes = {name: views["full"].routes[name] for name in tools}
             top = tuple((upstream, tool) for upstream, tool, _calls in view.top_tools(harness, policy.top_k))
             modes = {
                 "full_untrimmed": _size(list(tools.values())),

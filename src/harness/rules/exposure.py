@@ -46,8 +46,9 @@ def _encode(value: Any) -> bytes:
 class ToolView:
     """A policy's effective tool set and what a session of it lists.
 
-    ``routes`` holds every tool the policy allows (callable directly or through ``call_tool``);
-    ``tools`` the tool objects as received (namespaced, untrimmed) for ``search_tools``;
+    ``routes`` holds every tool the policy allows (resolvable directly or through ``call_tool``);
+    ``tools`` the tool objects the session may see (namespaced, untrimmed; for ``search_tools`` and
+    the listing: a read-only view leaves write tools out);
     ``listing_json`` the ``tools/list`` array of the mode (for top_k, without the per-harness top
     tools: :func:`session_listing` adds them).
     """
@@ -125,6 +126,14 @@ def _allowed(name: str, policy: PolicyConfig) -> bool:
     return not policy.tools or any(fnmatchcase(name, g) for g in policy.tools)
 
 
+def _with_tier(annotations: Any, tier: Tier) -> dict[str, Any]:
+    """The tool's annotations with ``readOnlyHint`` saying the gateway's tier, which decides (a
+    ``write_tools`` override makes a tool the upstream calls read-only a write tool, and says so)."""
+    base = dict(annotations) if isinstance(annotations, Mapping) else {}
+    base["readOnlyHint"] = tier == "read"
+    return base
+
+
 def catalogue_routes(
     config: Config, catalogs: Mapping[str, Sequence[Mapping[str, Any]]], servers: Sequence[str] | None = None
 ) -> tuple[dict[str, Route], dict[str, str], dict[str, Mapping[str, Any]]]:
@@ -143,8 +152,9 @@ def catalogue_routes(
             name = exposed_name(upstream_name, real)
             if name in routes:
                 continue
-            routes[name] = Route(name, upstream_name, real, tier_of(tool, upstream))
-            tools[name] = {**tool, "name": name}
+            tier = tier_of(tool, upstream)
+            routes[name] = Route(name, upstream_name, real, tier)
+            tools[name] = {**tool, "name": name, "annotations": _with_tier(tool.get("annotations"), tier)}
             plain = f"{upstream_name}__{real}"
             if plain != name:
                 aliases[plain] = name
@@ -152,13 +162,24 @@ def catalogue_routes(
 
 
 def build_view(
-    policy: PolicyConfig, config: Config, catalogs: Mapping[str, Sequence[Mapping[str, Any]]]
+    policy: PolicyConfig,
+    config: Config,
+    catalogs: Mapping[str, Sequence[Mapping[str, Any]]],
+    *,
+    read_only: bool = False,
 ) -> ToolView:
-    """The view of one policy over the catalogues known so far (upstreams in ``servers`` order)."""
+    """The view of one policy over the catalogues known so far (upstreams in ``servers`` order).
+
+    ``read_only`` (a harness without ``write`` in ``mcp_allow``): write tools stay routed, so calling
+    one is refused as ``not_permitted`` with the tier named, but they are neither listed nor found
+    by ``search_tools``: no context is spent on tools that harness can never call.
+    """
     all_routes, all_aliases, all_tools = catalogue_routes(config, catalogs, policy.servers)
     routes = {n: r for n, r in all_routes.items() if _allowed(n, policy)}
     aliases = {a: n for a, n in all_aliases.items() if n in routes}
-    tools = {n: t for n, t in all_tools.items() if n in routes}
+    tools = {
+        n: t for n, t in all_tools.items() if n in routes and not (read_only and routes[n].tier == "write")
+    }
     chars = policy.max_description_chars
     if policy.exposure == "full":
         listing = [trimmed(t, chars) for t in tools.values()]
@@ -174,6 +195,6 @@ def session_listing(view: ToolView, top: Sequence[tuple[str, str]]) -> bytes:
     chosen: list[Mapping[str, Any]] = []
     for upstream, tool in top:
         route = view.routes.get(exposed_name(upstream, tool))
-        if route is not None and len(chosen) < view.top_k:
+        if route is not None and route.exposed in view.tools and len(chosen) < view.top_k:
             chosen.append(trimmed(view.tools[route.exposed], view.max_description_chars))
     return _encode([*chosen, *LAZY_TOOLS])

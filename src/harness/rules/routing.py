@@ -43,7 +43,8 @@ class RoutingSnapshot:
 
     generation: int
     identities: Mapping[str, Identity]
-    views: Mapping[str, ToolView]
+    views: Mapping[tuple[str, bool], ToolView]
+    """By (policy name, read-only): a harness without ``write`` gets the read-only view."""
     known: Mapping[str, Route] = field(default_factory=lambda: MappingProxyType({}))
     """Every exposed (and unshortened) tool name of every upstream, whatever the policies: a name
     here but not in a session's view is ``not_permitted`` (and recorded under its real upstream)."""
@@ -56,7 +57,7 @@ class RoutingSnapshot:
 
     def view_for(self, identity: Identity) -> ToolView:
         """The tool view of an identity's policy (empty for no policy)."""
-        return self.views.get(identity.policy, EMPTY_VIEW)
+        return self.views.get((identity.policy, "write" not in identity.allow), EMPTY_VIEW)
 
 
 EMPTY_SNAPSHOT = RoutingSnapshot(0, MappingProxyType({}), MappingProxyType({}))

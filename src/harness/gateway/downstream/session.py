@@ -310,7 +310,7 @@ class DownstreamSession:
                     SEARCH_TOOLS, arguments, "upstream_error", "search_failed", started, len(line)
                 )
                 return
-            found = [self._describe(hit.name, view) for hit in hits if hit.name in view.routes]
+            found = [self._describe(hit.name, view) for hit in hits if hit.name in view.tools]
             result = {
                 "content": [{"type": "text", "text": json.dumps(found, ensure_ascii=False)}],
                 "structuredContent": {"tools": found},
@@ -332,7 +332,7 @@ class DownstreamSession:
                 )
             )
 
-        self._search(query, k, frozenset(view.routes), done)
+        self._search(query, k, frozenset(view.tools), done)
 
     @staticmethod
     def _describe(name: str, view: ToolView) -> dict[str, Any]:
