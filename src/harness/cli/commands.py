@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.cli.common import CliError, Globals, globals_from, iso_z, parse_since
+from harness.cli.common import CliError, Globals, UsageError, globals_from, iso_z, parse_since
 from harness.cli.formatting import call_json, format_call
 
 _GLOBAL_HELP = "--config FILE, --state-dir DIR and --debug are accepted anywhere on the command line."
@@ -29,11 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--calls", type=int, default=5, help="calls each demo agent makes (default 5)")
     listing = sub.add_parser("list", help="the harnesses of the running daemon", epilog=_GLOBAL_HELP)
     listing.add_argument("--json", action="store_true", help="a JSON array")
-    sub.add_parser("reload", help="make the running daemon re-read its configuration", epilog=_GLOBAL_HELP)
-    restart = sub.add_parser(
-        "restart", help="restart a harness, or an upstream (clears its failed state)", epilog=_GLOBAL_HELP
-    )
-    restart.add_argument("name", help="a harness name, else an upstream key")
+    _control_parsers(sub)
     calls = sub.add_parser("calls", help="the call log, read from the store", epilog=_GLOBAL_HELP)
     calls.add_argument("--harness", help="only this harness's calls")
     calls.add_argument("--since", help="a duration (90s, 15m, 2h, 7d) or an ISO-8601 time")
@@ -64,6 +60,55 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _control_parsers(sub: Any) -> None:
+    """The control-plane commands beside ``list`` (docs/control-socket.md: who may run which)."""
+    status = sub.add_parser(
+        "status", help="the running daemon: upstreams (state, breaker, calls in flight)", epilog=_GLOBAL_HELP
+    )
+    status.add_argument("--json", action="store_true", help="one JSON object")
+    describe = sub.add_parser(
+        "describe", help="a harness (its table, state, sessions) or an upstream", epilog=_GLOBAL_HELP
+    )
+    describe.add_argument("name", help="a harness name, else an upstream key")
+    describe.add_argument("--json", action="store_true", help="one JSON object")
+    logs = sub.add_parser("logs", help="the end of a harness's (or an upstream's) log", epilog=_GLOBAL_HELP)
+    logs.add_argument("name", help="a harness name, else an upstream key")
+    logs.add_argument(
+        "-n", dest="lines", type=_log_lines, default=50, metavar="N", help="the last N lines (default 50)"
+    )
+    logs.add_argument("--json", action="store_true", help="one JSON object")
+    for name, text in (
+        ("start", "start a stopped harness with a fresh token"),
+        ("stop", "stop a running harness (it stays stopped until start, restart or a daemon start)"),
+        ("restart", "restart a harness, or an upstream (gracefully; clears its failed state)"),
+    ):
+        command = sub.add_parser(name, help=text, epilog=_GLOBAL_HELP)
+        command.add_argument(
+            "name", help="a harness name" + (", else an upstream key" if name == "restart" else "")
+        )
+        command.add_argument("--json", action="store_true", help="one JSON object")
+    reload = sub.add_parser(
+        "reload", help="make the running daemon re-read its configuration", epilog=_GLOBAL_HELP
+    )
+    reload.add_argument("--json", action="store_true", help="one JSON object")
+    doctor = sub.add_parser(
+        "doctor", help="check the configuration and the running daemon (not built yet)", epilog=_GLOBAL_HELP
+    )
+    doctor.add_argument("--json", action="store_true", help="one JSON object")
+
+
+def _log_lines(text: str) -> int:
+    from harness.gateway.control_plane import MAX_LOG_LINES
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of lines, not {text!r}") from None
+    if not 1 <= value <= MAX_LOG_LINES:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_LOG_LINES}")
+    return value
+
+
 Handler = Callable[[argparse.Namespace, Globals], int]
 
 
@@ -79,6 +124,11 @@ def dispatch(argv: list[str], opts: dict[str, str | bool], more: dict[str, Handl
         return 130
     except BrokenPipeError:
         return 0
+    except UsageError as exc:
+        if g.debug:
+            raise
+        print(f"harness {ns.command}: {_one_line(exc)}", file=sys.stderr)
+        return 2
     except Exception as exc:
         if g.debug:
             raise
@@ -165,9 +215,16 @@ def _cmd_reload(ns: argparse.Namespace, g: Globals) -> int:
     from harness.cli.common import control_request
 
     result = control_request(g.paths, "reload", timeout=120.0)
+    if ns.json:
+        print(json.dumps(result))
+        return 0
     changed = ", ".join(result["upstreams_changed"]) or "none"
+    started = ", ".join(result.get("harnesses_started", ())) or "none"
     stopped = ", ".join(result["harnesses_stopped"]) or "none"
-    print(f"reloaded; upstreams restarted or changed: {changed}; harnesses stopped: {stopped}")
+    print(
+        f"reloaded; upstreams restarted or changed: {changed}; harnesses started: {started}; "
+        f"harnesses stopped: {stopped}"
+    )
     return 0
 
 
@@ -222,8 +279,98 @@ def _cmd_restart(ns: argparse.Namespace, g: Globals) -> int:
     from harness.cli.common import control_request
 
     result = control_request(g.paths, "restart", {"name": ns.name}, timeout=60.0)
-    print(f"restarted {result['kind']} {result['restarted']}")
+    if ns.json:
+        print(json.dumps(result))
+        return 0
+    print(f"restarted {result['kind']} {result['restarted']}{_pid(result)}")
     return 0
+
+
+def _pid(result: dict[str, Any]) -> str:
+    return f" (pid {result['pid']})" if result.get("pid") else ""
+
+
+def _cmd_start(ns: argparse.Namespace, g: Globals) -> int:
+    from harness.cli.common import control_request
+
+    result = control_request(g.paths, "start", {"name": ns.name}, timeout=60.0)
+    if ns.json:
+        print(json.dumps(result))
+        return 0
+    print(f"started harness {result['started']} (pid {result['pid']}, run {result['run_id']})")
+    return 0
+
+
+def _cmd_stop(ns: argparse.Namespace, g: Globals) -> int:
+    from harness.cli.common import control_request
+
+    result = control_request(g.paths, "stop", {"name": ns.name}, timeout=60.0)
+    if ns.json:
+        print(json.dumps(result))
+        return 0
+    print(f"stopped harness {result['stopped']}{_pid(result)}")
+    return 0
+
+
+def _cmd_status(ns: argparse.Namespace, g: Globals) -> int:
+    from harness.cli.common import control_request
+
+    result: dict[str, Any] = control_request(g.paths, "status")
+    if ns.json:
+        print(json.dumps(result))
+        return 0
+    print(f"daemon pid {result['pid']}, version {result['version']}, {result['sessions']} sessions")
+    upstreams: dict[str, dict[str, Any]] = result["upstreams"]
+    if upstreams:
+        print(
+            f"{'UPSTREAM':<20} {'STATE':<11} {'PID':>7} {'TOOLS':>5} {'IN-FLIGHT':>9} {'WAITING':>7}  BREAKER"
+        )
+        for name, u in upstreams.items():
+            print(
+                f"{name:<20} {u['state']:<11} {u['pid'] or '-':>7} {u['tools']:>5} {u['in_flight']:>9} "
+                f"{u['waiting']:>7}  {u['breaker']}"
+            )
+    else:
+        print("no upstreams configured")
+    harnesses: dict[str, str] = result.get("harnesses", {})
+    if harnesses:
+        print("harnesses: " + ", ".join(f"{n} {s}" for n, s in harnesses.items()))
+    return 0
+
+
+def _cmd_describe(ns: argparse.Namespace, g: Globals) -> int:
+    from harness.cli.common import control_request
+
+    result: dict[str, Any] = control_request(g.paths, "describe", {"name": ns.name})
+    if ns.json:
+        print(json.dumps(result))
+        return 0
+    sessions = result.pop("sessions", None)
+    width = max(len(k) for k in result)
+    for key, value in result.items():
+        shown = ", ".join(map(str, value)) if isinstance(value, list) else value
+        print(f"{key:<{width}}  {'-' if shown is None or shown == '' else shown}")
+    if sessions is not None:
+        print(f"{'sessions':<{width}}  {len(sessions)}")
+        for s in sessions:
+            print(f"  {s['session_id']}  {s['protocol_version'] or 'not initialized'}")
+    return 0
+
+
+def _cmd_logs(ns: argparse.Namespace, g: Globals) -> int:
+    from harness.cli.common import control_request
+
+    result: dict[str, Any] = control_request(g.paths, "logs", {"name": ns.name, "lines": ns.lines})
+    if ns.json:
+        print(json.dumps(result))
+        return 0
+    for line in result["lines"]:
+        print(line)
+    return 0
+
+
+def _cmd_doctor(ns: argparse.Namespace, g: Globals) -> int:
+    raise CliError("not built yet (see docs/architecture.md, Not built yet)")
 
 
 def _cmd_mcp(ns: argparse.Namespace, g: Globals) -> int:
@@ -241,4 +388,10 @@ _HANDLERS: dict[str, Handler] = {
     "tools": _cmd_tools,
     "reload": _cmd_reload,
     "restart": _cmd_restart,
+    "start": _cmd_start,
+    "stop": _cmd_stop,
+    "status": _cmd_status,
+    "describe": _cmd_describe,
+    "logs": _cmd_logs,
+    "doctor": _cmd_doctor,
 }

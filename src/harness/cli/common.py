@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import socket
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -14,6 +16,10 @@ from harness.gateway.state_dir import StatePaths, default_state_dir
 
 class CliError(Exception):
     """A failure reported as one line on stderr with exit code 1."""
+
+
+class UsageError(CliError):
+    """A command line the command cannot run, reported as one line on stderr with exit code 2."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,11 @@ def iso_z(when: datetime) -> str:
 def control_request(
     paths: StatePaths, command: str, args: dict[str, Any] | None = None, timeout: float = 10.0
 ) -> Any:
-    """Send one control request to the running daemon and return its result."""
+    """Send one control request to the running daemon and return its result.
+
+    A process that holds a harness token (``HARNESS_MCP_TOKEN``, as every spawned harness does)
+    presents it: the daemon then allows exactly what that harness's ``mcp_allow`` permits. The
+    operator's shell holds none (docs/control-socket.md)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
@@ -87,18 +97,33 @@ def control_request(
             f"no daemon is running for {paths.root} ({exc.strerror or exc}); start it with `harness daemon`"
         ) from None
     with sock:
-        preamble = {"harness_bridge": 1, "kind": "control", "command": command, "args": args or {}}
-        sock.sendall(json.dumps(preamble).encode() + b"\n")
+        preamble: dict[str, Any] = {
+            "harness_bridge": 1,
+            "kind": "control",
+            "command": command,
+            "args": args or {},
+        }
+        if token := os.environ.get("HARNESS_MCP_TOKEN"):
+            preamble["token"] = token
+        with contextlib.suppress(OSError):  # a refusal may have closed it: its line is still there
+            sock.sendall(json.dumps(preamble).encode() + b"\n")
         data = b""
-        while not data.endswith(b"\n"):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        try:
+            while not data.endswith(b"\n"):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        except TimeoutError:
+            raise CliError(f"the daemon gave no answer within {timeout:g}s") from None
+        except OSError as exc:
+            raise CliError(f"the connection to the daemon failed ({exc.strerror or exc})") from None
     try:
         answer = json.loads(data)
     except ValueError:
-        raise CliError("the daemon gave no answer") from None
+        answer = None
+    if not isinstance(answer, dict):
+        raise CliError("the daemon gave no answer")
     if not answer.get("ok"):
         raise CliError(
             str(answer.get("error") or answer.get("harness_error") or "the daemon refused the request")

@@ -1,18 +1,31 @@
-"""The control plane: the handlers behind ``harness list``, ``status``, ``restart`` and ``reload``
-(and the facade tools, which call the same handlers). The daemon is reached through :class:`Fleet`,
-so this module does not import it."""
+"""The control plane: the handlers behind ``harness list``, ``status``, ``describe``, ``logs``,
+``start``, ``stop``, ``restart`` and ``reload`` (and the facade tools, which call the same handlers).
+Each request carries its :class:`~harness.rules.access.Caller`; a command its tier does not allow is
+refused with ``not_permitted``. The daemon is reached through :class:`Fleet`, so this module does
+not import it."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 from harness import __version__
 from harness.config import Config
 from harness.gateway.downstream.session import DownstreamSession
 from harness.gateway.harnesses.spawner import HarnessSpawner
+from harness.gateway.state_dir import StatePaths
 from harness.gateway.upstream.supervised import SupervisedUpstream
+from harness.rules.access import Caller, check
+
+DEFAULT_LOG_LINES = 50
+MAX_LOG_LINES = 10_000
+MAX_LOG_BYTES = 2 << 20
+"""``logs`` reads at most this much of a log (its rolled-over part included)."""
 
 
 class Fleet(Protocol):
@@ -21,6 +34,11 @@ class Fleet(Protocol):
     @property
     def config(self) -> Config:
         """The running configuration."""
+        ...
+
+    @property
+    def paths(self) -> StatePaths:
+        """The state dir's files (upstream logs live there)."""
         ...
 
     @property
@@ -51,75 +69,248 @@ Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 class ControlPlane:
-    """Answers one control request by name."""
+    """Answers one control request by name, with its caller's rights."""
 
     def __init__(self, fleet: Fleet) -> None:
         self._fleet = fleet
         self._handlers: dict[str, Handler] = {
             "list": self._list,
             "status": self._status,
+            "describe": self._describe,
+            "logs": self._logs,
             "reload": self._reload,
             "restart": self._restart,
+            "stop": self._stop,
+            "start": self._start,
         }
+        self._lifecycle: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
 
-    async def answer(self, command: str, args: dict[str, Any]) -> Any:
-        """The result of one control request; ValueError for an unknown command or bad arguments."""
+    async def answer(self, command: str, args: dict[str, Any], caller: Caller) -> Any:
+        """The result of one control request; ValueError for an unknown command or bad arguments,
+        :class:`~harness.rules.access.NotPermitted` when the caller may not run it."""
         handler = self._handlers.get(command)
         if handler is None:
             raise ValueError(f"unknown control command {command!r}")
+        check(caller, command)
         return await handler(args)
+
+    # ---------------------------------------------------------------- read
+
+    def _harness_state(self, name: str) -> tuple[str, Any]:
+        spawner = self._fleet.spawner
+        proc = spawner.processes.get(name) if spawner else None
+        return ("stopped" if proc is None else proc.state), proc
+
+    def _session_count(self, harness: str) -> int:
+        return sum(1 for s in self._fleet.sessions if s.identity.harness == harness)
 
     async def _list(self, _args: dict[str, Any]) -> list[dict[str, Any]]:
         fleet = self._fleet
-        spawner = fleet.spawner
         rows = []
         for name, cfg in sorted(fleet.config.harnesses.items()):
-            proc = spawner.processes.get(name) if spawner else None
+            state, proc = self._harness_state(name)
             policy = fleet.config.policy_for(name)
             rows.append(
                 {
                     "name": name,
                     "adapter": cfg.harness,
-                    "state": "running" if proc and proc.running else ("exited" if proc else "stopped"),
+                    "state": state,
                     "pid": proc.pid if proc else None,
                     "run_id": proc.run_id if proc else None,
                     "policy": policy.name if policy else None,
-                    "sessions": sum(1 for s in fleet.sessions if s.identity.harness == name),
+                    "sessions": self._session_count(name),
                 }
             )
         return rows
+
+    def _upstream_row(self, up: SupervisedUpstream) -> dict[str, Any]:
+        return {
+            "state": up.link.status,
+            "pid": up.pid or None,
+            "tools": len(up.tools),
+            "in_flight": up.link.in_flight,
+            "waiting": up.link.waiting,
+            "breaker": up.link.gate.state.status,
+        }
 
     async def _status(self, _args: dict[str, Any]) -> dict[str, Any]:
         fleet = self._fleet
         return {
             "pid": os.getpid(),
             "version": __version__,
-            "upstreams": {
-                name: {
-                    "state": up.link.status,
-                    "pid": up.pid,
-                    "tools": len(up.tools),
-                    "in_flight": up.link.in_flight,
-                    "waiting": up.link.waiting,
-                    "breaker": up.link.gate.state.status,
-                }
-                for name, up in fleet.upstreams.items()
-            },
+            "upstreams": {name: self._upstream_row(up) for name, up in sorted(fleet.upstreams.items())},
+            "harnesses": {name: self._harness_state(name)[0] for name in sorted(fleet.config.harnesses)},
             "sessions": sum(1 for _ in fleet.sessions),
         }
 
-    async def _reload(self, _args: dict[str, Any]) -> dict[str, Any]:
-        return await self._fleet.reload()
+    async def _describe(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A harness's table, state and sessions; else an upstream's state, breaker and tools."""
+        name = _name(args, "describe")
+        fleet = self._fleet
+        cfg = fleet.config.harnesses.get(name)
+        if cfg is not None:
+            state, proc = self._harness_state(name)
+            policy = fleet.config.policy_for(name)
+            workdir = cfg.workdir or (fleet.config.files[0].parent if fleet.config.files else None)
+            return {
+                "kind": "harness",
+                "name": name,
+                "adapter": cfg.harness,
+                "argv0": cfg.argv[0],
+                "workdir": str(workdir) if workdir else None,
+                "model": cfg.model,
+                "policy": policy.name if policy else None,
+                "exposure": policy.exposure if policy else None,
+                "mcp_allow": sorted(cfg.mcp_allow),
+                "autostart": cfg.autostart,
+                "state": state,
+                "pid": proc.pid if proc else None,
+                "run_id": proc.run_id if proc else None,
+                "started": _iso(proc.started) if proc else None,
+                "returncode": proc.returncode if proc and not proc.running else None,
+                "sessions": [
+                    {"session_id": s.session_id, "protocol_version": s.protocol_version or None}
+                    for s in fleet.sessions
+                    if s.identity.harness == name
+                ],
+            }
+        up = fleet.upstreams.get(name)
+        if up is None:
+            raise ValueError(f"no harness or upstream named {name!r}")
+        config = up.config
+        return {
+            "kind": "upstream",
+            "name": name,
+            "transport": "stdio" if config.argv else "http",
+            "command": config.argv[0] if config.argv else str(config.url),
+            "protocol_version": up.protocol_version or None,
+            **self._upstream_row(up),
+        }
+
+    async def _logs(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The last lines of a harness's log (its stdout and stderr), else of an upstream's stderr."""
+        name = _name(args, "logs")
+        count = args.get("lines", DEFAULT_LOG_LINES)
+        if type(count) is not int or not 1 <= count <= MAX_LOG_LINES:
+            raise ValueError(f"logs: lines must be an integer from 1 to {MAX_LOG_LINES}")
+        fleet = self._fleet
+        if name in fleet.config.harnesses:
+            kind, path = "harness", fleet.paths.harness_logs / f"{name}.log"
+        elif name in fleet.upstreams:
+            kind, path = "upstream", fleet.paths.upstream_logs / f"{name}.log"
+        else:
+            raise ValueError(f"no harness or upstream named {name!r}")
+        lines = await asyncio.to_thread(tail_lines, path, count)
+        return {"name": name, "kind": kind, "path": str(path), "lines": lines}
+
+    # ---------------------------------------------------------------- write
 
     async def _restart(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Restart a harness (stop, spawn with a fresh token) or an upstream (its history forgotten)."""
-        name = str(args.get("name", ""))
+        """Restart a harness (stop, spawn with a fresh token) or an upstream (stdin closed, SIGTERM,
+        SIGKILL as at shutdown; its restart history forgotten; not counted as a crash)."""
+        name = _name(args, "restart")
         fleet = self._fleet
-        if name in fleet.config.harnesses and fleet.spawner is not None:
-            await fleet.restart_harness(name)
-            return {"restarted": name, "kind": "harness"}
+        if name in fleet.config.harnesses:
+            spawner = _ready(fleet.spawner)
+            async with self._lifecycle[name]:
+                await fleet.restart_harness(name)
+            proc = spawner.processes.get(name)
+            return {"restarted": name, "kind": "harness", "pid": proc.pid if proc else None}
         upstream = fleet.upstreams.get(name)
         if upstream is None:
             raise ValueError(f"no harness or upstream named {name!r}")
-        upstream.restart_now("restart requested")
-        return {"restarted": name, "kind": "upstream"}
+        async with self._lifecycle[f"upstream:{name}"]:
+            await upstream.restart("restart requested")
+        return {"restarted": name, "kind": "upstream", "pid": upstream.pid or None}
+
+    def _harness_config(self, name: str, command: str) -> Any:
+        cfg = self._fleet.config.harnesses.get(name)
+        if cfg is None:
+            hint = (
+                f" ({name!r} is an upstream: use `harness restart {name}`)"
+                if name in self._fleet.upstreams
+                else ""
+            )
+            raise ValueError(f"{command}: no harness named {name!r}{hint}")
+        return cfg
+
+    async def _stop(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Stop a running harness; it stays stopped until start, restart or the next daemon start."""
+        name = _name(args, "stop")
+        self._harness_config(name, "stop")
+        spawner = _ready(self._fleet.spawner)
+        async with self._lifecycle[name]:
+            proc = spawner.processes.get(name)
+            if proc is None or not proc.running:
+                raise ValueError(f"harness {name!r} is not running ({self._harness_state(name)[0]})")
+            await spawner.stop([name])
+        return {"stopped": name, "pid": proc.pid, "returncode": proc.returncode}
+
+    async def _start(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Start a harness that is not running, with a fresh token and run id."""
+        name = _name(args, "start")
+        cfg = self._harness_config(name, "start")
+        spawner = _ready(self._fleet.spawner)
+        async with self._lifecycle[name]:
+            proc = spawner.processes.get(name)
+            if proc is not None and proc.running:
+                raise ValueError(f"harness {name!r} is already running (pid {proc.pid}); use restart")
+            try:
+                proc = await spawner.spawn(cfg)
+            except OSError as exc:
+                raise ValueError(
+                    f"harness {name!r}: cannot start {cfg.argv[0]}: {exc.strerror or exc}"
+                ) from None
+        return {"started": name, "pid": proc.pid, "run_id": proc.run_id}
+
+    # ---------------------------------------------------------------- operator
+
+    async def _reload(self, _args: dict[str, Any]) -> dict[str, Any]:
+        spawner = self._fleet.spawner
+        before = {n: p.run_id for n, p in (spawner.processes.items() if spawner else ())}
+        result = dict(await self._fleet.reload())
+        after = spawner.processes if spawner else {}
+        result["harnesses_started"] = sorted(
+            n for n, p in after.items() if before.get(n) != p.run_id and p.running
+        )
+        return result
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _name(args: dict[str, Any], command: str) -> str:
+    name = args.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{command} needs a NAME (a harness, or an upstream key)")
+    return name
+
+
+def _ready(spawner: HarnessSpawner | None) -> HarnessSpawner:
+    if spawner is None:
+        raise ValueError("the daemon is still starting; try again once it printed ready")
+    return spawner
+
+
+def tail_lines(path: Path, count: int, limit: int = MAX_LOG_BYTES) -> list[str]:
+    """The last ``count`` lines of ``path`` (continuing into its rolled-over ``.1``), reading at most
+    ``limit`` bytes; an absent log has no lines."""
+    text = b""
+    budget = limit
+    for part in (path, path.with_name(path.name + ".1")):
+        try:
+            with open(part, "rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                take = min(size, budget)
+                f.seek(size - take)
+                data = f.read(take)
+        except FileNotFoundError:
+            continue
+        if take < size:  # cut inside a line: drop its tail end
+            data = data[data.find(b"\n") + 1 :]
+        text = data + text
+        budget -= take
+        if text.count(b"\n") >= count or budget <= 0:
+            break
+    return text.decode(errors="replace").splitlines()[-count:]

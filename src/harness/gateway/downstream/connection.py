@@ -1,9 +1,13 @@
-"""The control socket: bridge connections become MCP sessions; control requests get one JSON answer.
+"""The control socket's wire: bridge connections become MCP sessions; control requests get one JSON
+answer.
 
-Every connection opens with one preamble line, a JSON object with ``"harness_bridge": <version>``:
-``{"harness_bridge": 1, "kind": "mcp", "token": "…"}`` for an MCP session (the rest of the stream is
-newline-delimited JSON-RPC), or ``{"harness_bridge": 1, "kind": "control", "command": "list"}`` for
-one control request.
+Every connection opens with one preamble line (at most 4096 bytes, within 5 s), a JSON object with
+``"harness_bridge": <version>``: ``{"harness_bridge": 1, "kind": "mcp", "token": "…"}`` for an MCP
+session (the rest of the stream is newline-delimited JSON-RPC), or ``{"harness_bridge": 1, "kind":
+"control", "command": "list", "args": {}, "token": "…"}`` for one control request. A refused
+connection gets one line ``{"harness_error": "<reason>"}`` and is closed. Who the peer is, what it may
+do and how many connections it may hold are the :class:`Door`'s business (``control_socket.py``);
+docs/control-socket.md describes the protocol.
 """
 
 from __future__ import annotations
@@ -12,45 +16,132 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from harness.events import SessionOpened
 from harness.gateway.downstream.session import DownstreamSession
 from harness.gateway.wire import jsonrpc
 from harness.gateway.wire.outbox import OUTBOX
+from harness.rules.access import PeerOrigin
 
 log = logging.getLogger(__name__)
 
 BRIDGE_PROTOCOL_VERSIONS = frozenset({1})
 MAX_PREAMBLE_BYTES = 4096
 MAX_MESSAGE_BYTES = 16 << 20
+KINDS = ("mcp", "control")
 
 SessionFactory = Callable[[str | None, Callable[[bytes], None], int], DownstreamSession]
 """(token, send, bridge protocol version) → a new session."""
-ControlHandler = Callable[[str, dict[str, Any]], Awaitable[Any]]
+
+
+class PreambleError(ValueError):
+    """A preamble the daemon refuses; the message is sent to the peer as its ``harness_error``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Preamble:
+    """A valid preamble."""
+
+    version: int
+    kind: str
+    token: str | None
+    command: str = ""
+    args: dict[str, Any] | None = None
+
+
+def parse_preamble(line: bytes) -> Preamble:
+    """The preamble in ``line``, or :class:`PreambleError` saying what is wrong with it."""
+    try:
+        pre = json.loads(line)
+    except (ValueError, RecursionError):
+        raise PreambleError("the first line must be the bridge preamble (a JSON object)") from None
+    if not isinstance(pre, dict) or "harness_bridge" not in pre:
+        raise PreambleError('the first line must be the bridge preamble ({"harness_bridge": 1, ...})')
+    version = pre["harness_bridge"]
+    if type(version) is not int:  # 1.0 and true are not versions
+        raise PreambleError(
+            f"the preamble's harness_bridge must be an integer version, not {_short(version)}"
+        )
+    if version not in BRIDGE_PROTOCOL_VERSIONS:
+        speaks = sorted(BRIDGE_PROTOCOL_VERSIONS)
+        raise PreambleError(f"bridge protocol {version} is not supported (the daemon speaks {speaks})")
+    kind = pre.get("kind", "mcp")
+    if kind not in KINDS:
+        raise PreambleError(f'the preamble\'s kind must be "mcp" or "control", not {_short(kind)}')
+    token = pre.get("token")
+    if token is not None and not isinstance(token, str):
+        raise PreambleError(f"the preamble's token must be a string, not {_short(token)}")
+    if kind == "mcp":
+        return Preamble(version, kind, token or None)
+    command, args = pre.get("command"), pre.get("args", {})
+    if not isinstance(command, str) or not command:
+        raise PreambleError("a control preamble needs a command (a string)")
+    if not isinstance(args, dict):
+        raise PreambleError(f"a control preamble's args must be an object, not {_short(args)}")
+    return Preamble(version, kind, token or None, command, args)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class Door(Protocol):
+    """What a connection asks of the control socket it arrived on."""
+
+    preamble_timeout: float
+
+    def admit(self, transport: asyncio.Transport) -> PeerOrigin | str:
+        """The peer's origin, counted against the caps; or why the connection is refused."""
+        ...
+
+    def release(self, origin: PeerOrigin) -> None:
+        """The admitted connection ended."""
+        ...
+
+    def refused(self, reason: str, message: str) -> None:
+        """Log a refusal (rate-limited per ``reason``)."""
+        ...
+
+    def open_session(
+        self, origin: PeerOrigin, token: str | None, send: Callable[[bytes], None], version: int
+    ) -> DownstreamSession:
+        """A new MCP session for a peer presenting ``token``."""
+        ...
+
+    async def answer(self, origin: PeerOrigin, token: str | None, command: str, args: dict[str, Any]) -> Any:
+        """The result of one control request (raises with the reason when refused or failed)."""
+        ...
 
 
 class BridgeConnection(asyncio.Protocol):
     """One accepted connection on the control socket."""
 
-    def __init__(
-        self,
-        new_session: SessionFactory,
-        control: ControlHandler,
-        on_session: Callable[[DownstreamSession], None],
-    ) -> None:
-        self._new_session = new_session
-        self._control = control
-        self._on_session = on_session
-        self._buffer = jsonrpc.LineBuffer(MAX_PREAMBLE_BYTES)
+    def __init__(self, door: Door) -> None:
+        self._door = door
+        self._origin: PeerOrigin | None = None
+        self._pending = b""
+        self._buffer: jsonrpc.LineBuffer | None = None
         self._transport: asyncio.Transport | None = None
+        self._deadline: asyncio.TimerHandle | None = None
         self.session: DownstreamSession | None = None
         self._handle: Callable[[Any], None] | None = None
+        self._control_task: asyncio.Task[None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
+        admitted = self._door.admit(transport)
+        if isinstance(admitted, str):
+            self._abort(admitted, None)  # the door logged it
+            return
+        self._origin = admitted
+        self._deadline = asyncio.get_running_loop().call_later(
+            self._door.preamble_timeout, self._preamble_late
+        )
 
     def _send(self, data: bytes) -> None:
         transport = self._transport
@@ -59,23 +150,63 @@ class BridgeConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         with OUTBOX:
+            if self._buffer is None:
+                data = self._before_preamble(data)
+                if self._buffer is None or not data:
+                    return
             self._received(data)
 
+    def _before_preamble(self, data: bytes) -> bytes:
+        """Wait for the preamble line; the 4096-byte limit applies to it alone, never to what follows
+        it in the same read. Returns the bytes after it."""
+        if self._transport is None or self._origin is None:
+            return b""
+        data = self._pending + data
+        end = data.find(b"\n", 0, MAX_PREAMBLE_BYTES + 1)
+        if end < 0:
+            if len(data) > MAX_PREAMBLE_BYTES:
+                self._abort(f"a preamble longer than {MAX_PREAMBLE_BYTES} bytes", "preamble")
+            else:
+                self._pending = data
+            return b""
+        self._pending = b""
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        try:
+            preamble = parse_preamble(data[:end])
+        except PreambleError as exc:
+            self._abort(str(exc), "preamble")
+            return b""
+        self._start(preamble)
+        return data[end + 1 :]
+
+    def _start(self, pre: Preamble) -> None:
+        origin = self._origin
+        assert origin is not None
+        if pre.kind == "control":
+            self._buffer = jsonrpc.LineBuffer(MAX_PREAMBLE_BYTES)
+            self._handle = lambda _m: None  # one request per connection; the rest is ignored
+            self._control_task = asyncio.get_running_loop().create_task(
+                self._answer_control(origin, pre.token, pre.command, pre.args or {})
+            )
+            return
+        session = self._door.open_session(origin, pre.token, self._send, pre.version)
+        self.session = session
+        self._buffer = jsonrpc.LineBuffer(MAX_MESSAGE_BYTES)
+        self._handle = session.handle
+
     def _received(self, data: bytes) -> None:
+        assert self._buffer is not None
         try:
             lines = self._buffer.feed(data)
         except ValueError as exc:
-            self._abort(f"{exc}")
+            self._abort(f"{exc}", "too long")
             return
         handle = self._handle
+        assert handle is not None
         parse = jsonrpc.parse
         for line in lines:
-            if handle is None:
-                self._preamble(line)
-                handle = self._handle
-                if handle is None:
-                    return
-                continue
             if not line.strip():  # blank and whitespace-only lines are not messages
                 continue
             try:
@@ -92,51 +223,44 @@ class BridgeConnection(asyncio.Protocol):
                 log.exception("error handling a message")
                 self._send(jsonrpc.error(None, jsonrpc.INTERNAL_ERROR, "internal error in the gateway"))
 
-    def _preamble(self, line: bytes) -> None:
+    async def _answer_control(
+        self, origin: PeerOrigin, token: str | None, command: str, args: dict[str, Any]
+    ) -> None:
         try:
-            pre = json.loads(line)
-            version = pre["harness_bridge"]
-        except (ValueError, KeyError, TypeError):
-            self._abort("the first line must be the bridge preamble")
-            return
-        if version not in BRIDGE_PROTOCOL_VERSIONS:
-            speaks = sorted(BRIDGE_PROTOCOL_VERSIONS)
-            self._abort(f"bridge protocol {version!r} is not supported (the daemon speaks {speaks})")
-            return
-        kind = pre.get("kind", "mcp")
-        if kind == "control":
-            command = pre.get("command")
-            args = pre.get("args") if isinstance(pre.get("args"), dict) else {}
-            asyncio.get_running_loop().create_task(self._answer_control(str(command), args))
-            self._handle = lambda _m: None
-            return
-        token = pre.get("token")
-        session = self._new_session(token if isinstance(token, str) else None, self._send, version)
-        self.session = session
-        self._on_session(session)
-        self._buffer.limit = MAX_MESSAGE_BYTES
-        self._handle = session.handle
-
-    async def _answer_control(self, command: str, args: dict[str, Any]) -> None:
-        try:
-            answer = {"ok": True, "result": await self._control(command, args)}
+            answer = {"ok": True, "result": await self._door.answer(origin, token, command, args)}
         except Exception as exc:
             answer = {"ok": False, "error": str(exc)}
         self._send(json.dumps(answer).encode() + b"\n")
         if self._transport is not None:
             self._transport.close()
 
-    def _abort(self, reason: str) -> None:
-        log.warning("closing a control-socket connection: %s", reason)
-        if self._transport is not None:
-            self._transport.write(json.dumps({"harness_error": reason}).encode() + b"\n")
-            self._transport.close()
+    def _preamble_late(self) -> None:
+        self._deadline = None
+        if self._buffer is None:
+            timeout = self._door.preamble_timeout
+            self._abort(f"no preamble line within {timeout:g}s", "preamble timeout")
+
+    def _abort(self, reason: str, log_as: str | None) -> None:
+        """Send the refusal line and close (``log_as``: the rate-limited log's reason, None: logged)."""
+        if log_as is not None:
+            who = self._origin.describe() if self._origin is not None else "a peer"
+            self._door.refused(log_as, f"closing a control-socket connection from {who}: {reason}")
+        transport = self._transport
+        if transport is not None:
+            transport.write(json.dumps({"harness_error": reason}).encode() + b"\n")
+            transport.close()
             self._transport = None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
         if self.session is not None:
             self.session.close("disconnected")
+        if self._origin is not None:
+            self._door.release(self._origin)
+            self._origin = None
 
     def eof_received(self) -> bool | None:
         return False

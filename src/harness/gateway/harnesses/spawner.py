@@ -49,11 +49,25 @@ class HarnessProcess:
     started: float
     protocol: _LoggedChild = field(repr=False)
     transport: asyncio.SubprocessTransport = field(repr=False)
+    stop_requested: bool = False
+    """The daemon stopped it (``harness stop``, a restart, a reload, shutdown)."""
 
     @property
     def running(self) -> bool:
         """True until the process exits."""
         return not self.protocol.exited.is_set()
+
+    @property
+    def state(self) -> str:
+        """``running``, ``stopped`` (by the daemon) or ``exited`` (on its own)."""
+        if self.running:
+            return "running"
+        return "stopped" if self.stop_requested else "exited"
+
+    @property
+    def returncode(self) -> int | None:
+        """Its exit status once it exited (negative: the signal that ended it)."""
+        return self.transport.get_returncode()
 
 
 def harness_bin_dir() -> str:
@@ -88,6 +102,14 @@ class HarnessSpawner:
         self.processes: dict[str, HarnessProcess] = {}
         self._watchers: set[asyncio.Task[None]] = set()
 
+    def running_pids(self) -> dict[int, str]:
+        """Each running harness's pid (also its session id: it leads a session of its own)."""
+        return {p.pid: name for name, p in self.processes.items() if p.running}
+
+    def log_path(self, name: str) -> Path:
+        """Where a harness's output goes (rolled over to ``<name>.log.1`` past 1 MiB)."""
+        return self._log_dir / f"{name}.log"
+
     async def spawn(self, cfg: HarnessConfig) -> HarnessProcess:
         """Start one harness process with its minimal environment plus the gateway wiring."""
         token = secrets.token_urlsafe(32)
@@ -118,7 +140,7 @@ class HarnessSpawner:
             HARNESS_RUN_ID=run_id,
         )
         workdir = cfg.workdir or (self.config.files[0].parent if self.config.files else Path.cwd())
-        log = BoundedLog(self._log_dir / f"{cfg.name}.log")
+        log = BoundedLog(self.log_path(cfg.name))
         loop = asyncio.get_running_loop()
         try:
             transport, protocol = await loop.subprocess_exec(
@@ -167,6 +189,8 @@ class HarnessSpawner:
     async def stop(self, names: list[str]) -> None:
         """Stop the named harnesses (SIGTERM to each group, SIGKILL after a grace period)."""
         running = [p for n, p in self.processes.items() if n in names and p.running]
+        for p in running:
+            p.stop_requested = True
         await asyncio.gather(*(stop_group(p.pid, p.protocol.exited, term_after=0.0) for p in running))
 
     async def stop_all(self) -> None:

@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 
 UPSTREAM_PROTOCOL_VERSION = "2025-11-25"
 """Upstream sessions are pinned to the handshake era (design.md §2)."""
+EXIT_REPORT_S = 2.0
+"""How long a requested restart waits for the closed transport to report its exit."""
 
 
 class SupervisedUpstream:
@@ -60,6 +62,8 @@ class SupervisedUpstream:
         self._transport: Transport | None = None
         self._restart: asyncio.TimerHandle | None = None
         self._stopping = False
+        self._requested: str | None = None
+        self._ended = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         link.on_list_changed = self._list_changed
 
@@ -67,8 +71,9 @@ class SupervisedUpstream:
 
     async def start(self) -> None:
         """Connect, run the handshake and fetch the catalogue; a failure counts as an exit."""
-        transport = self._connect(self.link.receive, self._closed)
+        transport = self._connect(self.link.receive, lambda code, why: self._closed(code, why, transport))
         self._transport = transport
+        self._ended = asyncio.Event()
         self.link.attach(transport)
         try:
             await transport.open()
@@ -138,22 +143,25 @@ class SupervisedUpstream:
 
     # ---------------------------------------------------------------- exits and restarts
 
-    def _closed(self, returncode: int | None, reason: str) -> None:
-        """The connection ended: fail what was in flight, record it, ask the supervisor what now."""
-        if self._transport is None:
+    def _closed(self, returncode: int | None, reason: str, transport: Transport | None = None) -> None:
+        """The connection ended: fail what was in flight, record it, ask the supervisor what now
+        (not for an exit the daemon asked for: a stop or a restart)."""
+        if self._transport is None or (transport is not None and transport is not self._transport):
             return
         self._transport = None
+        self._ended.set()
         self.link.detach()
+        requested = self._requested
         self._publish(
             UpstreamExited(
                 ts=time.time(),
                 upstream=self.name,
                 pid=self.pid,
                 returncode=returncode,
-                reason="stopped" if self._stopping else reason,
+                reason="stopped" if self._stopping else (requested or reason),
             )
         )
-        if not self._stopping:
+        if not self._stopping and requested is None:
             tell_then(self.supervisor, Exited(self._clock()), lambda decision, _exc: self._decided(decision))
 
     def _decided(self, decision: Decision | None) -> None:
@@ -169,15 +177,24 @@ class SupervisedUpstream:
     def _restart_due(self) -> None:
         self._spawn(self.start())
 
-    def restart_now(self, reason: str) -> None:
-        """Forget the restart history and start again (``harness restart``)."""
+    async def restart(self, reason: str) -> None:
+        """``harness restart``: stop as at shutdown (stdin closed, SIGTERM, SIGKILL), forget the
+        restart history, start again. The exit is recorded with ``reason``, not as a crash."""
         if self._restart is not None:
             self._restart.cancel()
-        self.supervisor.tell(Restarted(reason))
-        if self._transport is not None and self.link.available:
-            self._transport.abort()  # its exit restarts it
-        else:
-            self._spawn(self.start())
+            self._restart = None
+        transport, ended = self._transport, self._ended
+        if transport is not None:
+            self._requested = reason
+            try:
+                await transport.close()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(ended.wait(), EXIT_REPORT_S)
+                self._closed(None, reason, transport)  # if it has not reported its exit by now
+            finally:
+                self._requested = None
+        await ask(self.supervisor, Restarted(reason))
+        await self.start()
 
     async def stop(self) -> None:
         """Stop for good (politely: stdin closed, then SIGTERM, then SIGKILL)."""

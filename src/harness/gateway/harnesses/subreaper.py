@@ -1,0 +1,87 @@
+"""The daemon as its descendants' child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``).
+
+Without it, a process that leaves its parent (``setsid -f``, a double fork) is re-parented to
+init and its ancestry no longer leads to the harness that started it: it would look like the
+operator on the control socket. With it, such an orphan is re-parented to the daemon, so it stays
+inside the daemon's tree (``downstream/peers.py`` then gives it read-only rights).
+
+The daemon must then reap the orphans it adopts. asyncio waits for the children it spawned itself
+(by pid, at once); :class:`OrphanReaper` reaps only a child that has been a zombie for a whole scan
+interval, which no process asyncio waits for ever is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import logging
+import os
+import sys
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+PR_SET_CHILD_SUBREAPER = 36
+SCAN_INTERVAL_S = 2.0
+
+
+def set_subreaper(on: bool) -> bool:
+    """Make this process its descendants' subreaper (or stop); False where unsupported."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def zombie_children(pid: int, proc: Path = Path("/proc")) -> set[int]:
+    """The children of ``pid`` that are zombies."""
+    children: set[int] = set()
+    try:
+        tasks = list((proc / str(pid) / "task").iterdir())
+    except OSError:
+        return children
+    for task in tasks:
+        with contextlib.suppress(OSError, ValueError):
+            children.update(int(c) for c in (task / "children").read_text().split())
+    zombies = set()
+    for child in children:
+        with contextlib.suppress(OSError):
+            raw = (proc / str(child) / "stat").read_bytes()
+            if raw[raw.rfind(b")") + 2 : raw.rfind(b")") + 3] == b"Z":
+                zombies.add(child)
+    return zombies
+
+
+class OrphanReaper:
+    """Reaps adopted orphans: a zombie child seen at two scans in a row."""
+
+    def __init__(self, interval: float = SCAN_INTERVAL_S) -> None:
+        self._interval = interval
+        self._task: asyncio.Task[None] | None = None
+        self.reaped = 0
+
+    def start(self) -> None:
+        """Begin scanning (on the running loop)."""
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def stop(self) -> None:
+        """Stop scanning."""
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    async def _run(self) -> None:
+        seen: set[int] = set()
+        me = os.getpid()
+        while True:
+            await asyncio.sleep(self._interval)
+            zombies = await asyncio.to_thread(zombie_children, me)
+            for pid in zombies & seen:
+                with contextlib.suppress(ChildProcessError):
+                    if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                        self.reaped += 1
+            seen = zombies
