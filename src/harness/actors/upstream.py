@@ -19,22 +19,21 @@ from pydantic import BaseModel, ConfigDict
 from harness.actors.asking import AnswersAsks
 from harness.actors.snapshots import Published
 from harness.events import Event, UpstreamStateChanged
+from harness.rules.facts import AtTime
 from harness.rules.restarts import Decision, SupervisorState, exited, initialized, reset
 from harness.vocabulary import UpstreamStatus
 
 
-@dataclass(frozen=True, slots=True)
-class Initialized:
+class Initialized(AtTime):
     """Fact: the upstream answered its handshake at monotonic time ``at``."""
 
-    at: float
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Exited:
+class Exited(AtTime):
     """Fact: the upstream's process ended or its session dropped, at monotonic time ``at``."""
 
-    at: float
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,26 +70,18 @@ class UpstreamActor(AnswersAsks, pykka.ThreadingActor):
         rng: Callable[[], float] = random.random,
     ) -> None:
         super().__init__()
-        self._upstream = upstream
-        self._delay = restart_delay
-        self._status = status
-        self._publish = publish
-        self._rng = rng
+        self._upstream, self._delay, self._rng = upstream, restart_delay, rng
+        self._status, self._publish = status, publish
         self._state = SupervisorState()
         status.current = self._state.status
 
     def _changed(self, reason: str, delay: float | None = None) -> None:
-        self._status.current = self._state.status
-        self._publish(
-            UpstreamStateChanged(
-                ts=time.time(),
-                upstream=self._upstream,
-                state=self._state.status,
-                restarts=self._state.attempt,
-                delay_s=None if delay is None else round(delay, 3),
-                reason=reason,
-            )
-        )
+        """Publish the new status: first the snapshot the loop reads, then the event."""
+        state = self._state
+        self._status.current = state.status
+        fields = {"upstream": self._upstream, "state": state.status, "restarts": state.attempt}
+        delay_s = None if delay is None else round(delay, 3)
+        self._publish(UpstreamStateChanged(ts=time.time(), **fields, delay_s=delay_s, reason=reason))
 
     def handle(self, message: Any) -> Any:
         """Facts and commands; ``Exited`` is answered with the decision."""

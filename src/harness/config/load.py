@@ -12,21 +12,11 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from harness.config import model
 from harness.config.durations import parse_duration
 from harness.config.envfile import check_upstream_references
 from harness.config.errors import ConfigError
-from harness.config.model import (
-    RESERVED_UPSTREAM_NAMES,
-    SETTINGS_KEYS,
-    TABLE_NAME,
-    UPSTREAM_NAME,
-    Config,
-    HarnessConfig,
-    McpSettings,
-    PolicyConfig,
-    UpstreamConfig,
-    empty_config,
-)
+from harness.config.model import RESERVED_UPSTREAM_NAMES, SETTINGS_KEYS, TABLE_NAME, UPSTREAM_NAME
 from harness.config.unbuilt import refuse_unbuilt
 
 M = TypeVar("M", bound=BaseModel)
@@ -62,7 +52,7 @@ def default_config_path() -> Path:
     return root / "harness" / "harness.toml"
 
 
-def load_config(path: Path | None = None) -> Config:
+def load_config(path: Path | None = None) -> model.Config:
     """Read ``path`` (default :func:`default_config_path`) and its drop-ins; ConfigError if bad.
 
     A missing file at the default path is no error (then only drop-ins, if any, are read); a
@@ -78,7 +68,7 @@ def load_config(path: Path | None = None) -> Config:
     if drop_ins.is_dir():
         files.extend(sorted((p for p in drop_ins.glob("*.toml") if p.is_file()), key=lambda p: p.name))
     if not files:
-        return empty_config()
+        return model.empty_config()
     builder = _Builder()
     for file in files:
         builder.add(file, _read_toml(file))
@@ -90,7 +80,7 @@ def load_config(path: Path | None = None) -> Config:
 PROJECT_FILE = "harness.toml"
 
 
-def check_project_files(config: Config) -> None:
+def check_project_files(config: model.Config) -> None:
     """Refuse what a project file (``harness.toml`` in a harness's workdir) may not say.
 
     Policies and a harness's ``mcp_policy`` / ``mcp_allow`` are global-only: a cloned repository
@@ -141,9 +131,9 @@ class _Builder:
     """Accumulates validated tables file by file, remembering which file set what."""
 
     settings: dict[str, Any] = field(default_factory=dict)
-    upstreams: dict[str, UpstreamConfig] = field(default_factory=dict)
-    policies: dict[str, PolicyConfig] = field(default_factory=dict)
-    harnesses: dict[str, HarnessConfig] = field(default_factory=dict)
+    upstreams: dict[str, model.UpstreamConfig] = field(default_factory=dict)
+    policies: dict[str, model.PolicyConfig] = field(default_factory=dict)
+    harnesses: dict[str, model.HarnessConfig] = field(default_factory=dict)
     origin: dict[str, Path] = field(default_factory=dict)
     """Dotted key (``mcp.gitea``, ``mcp.default_policy``) → the file that set it."""
 
@@ -169,7 +159,7 @@ class _Builder:
 
     def _add_settings(self, file: Path, raw: dict[str, Any]) -> None:
         raw = _with_paths(file, "mcp", raw, _PATH_KEYS["settings"])
-        settings = _validate(McpSettings, file, "mcp", raw)
+        settings = _validate(model.McpSettings, file, "mcp", raw)
         refuse_unbuilt(file, "mcp", None, settings)
         for key in raw:
             self.settings[key] = getattr(settings, key)
@@ -185,7 +175,7 @@ class _Builder:
         raw = _with_paths(file, key, raw, _PATH_KEYS["mcp"])
         for duration in _DURATION_KEYS & raw.keys():
             raw[duration] = _duration(file, f"{key}.{duration}", raw[duration])
-        upstream = _validate(UpstreamConfig, file, key, _named(file, key, name, raw))
+        upstream = _validate(model.UpstreamConfig, file, key, _named(file, key, name, raw))
         refuse_unbuilt(file, "mcp", name, upstream)
         check_upstream_references(file, upstream)
         self.upstreams[name] = upstream
@@ -197,11 +187,11 @@ class _Builder:
         self._claim(file, key)
         if section == "harness":
             raw = _with_paths(file, key, raw, _PATH_KEYS["harness"])
-            harness = _validate(HarnessConfig, file, key, _named(file, key, name, raw))
+            harness = _validate(model.HarnessConfig, file, key, _named(file, key, name, raw))
             refuse_unbuilt(file, section, name, harness)
             self.harnesses[name] = harness
         else:
-            policy = _validate(PolicyConfig, file, key, _named(file, key, name, raw))
+            policy = _validate(model.PolicyConfig, file, key, _named(file, key, name, raw))
             refuse_unbuilt(file, section, name, policy)
             for field_name in ("tools", "deny"):
                 for glob in getattr(policy, field_name):
@@ -214,7 +204,7 @@ class _Builder:
         if first != file:
             raise ConfigError(file, key, f"already defined in {first}")
 
-    def build(self, files: tuple[Path, ...]) -> Config:
+    def build(self, files: tuple[Path, ...]) -> model.Config:
         """The merged configuration, after cross references are checked."""
         for name, policy in self.policies.items():
             for server in policy.servers:
@@ -234,8 +224,8 @@ class _Builder:
         if default_policy and default_policy not in self.policies:
             key = "mcp.default_policy"
             raise ConfigError(self.origin[key], key, f"no policy named {default_policy!r}")
-        return Config(
-            mcp=McpSettings(**self.settings),
+        return model.Config(
+            mcp=model.McpSettings(**self.settings),
             upstreams=self.upstreams,
             policies=self.policies,
             harnesses=self.harnesses,

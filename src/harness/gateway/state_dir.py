@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 MAX_SOCKET_PATH = 107
@@ -22,36 +22,34 @@ def default_state_dir() -> Path:
     return Path(base) / "harness"
 
 
+_FILES = {
+    "db": "harness.db",
+    "socket": "harness.sock",
+    "lock": "harness.lock",
+    "upstream_logs": "upstreams",
+    "harness_logs": "harnesses",
+}
+
+
 @dataclass(frozen=True)
 class StatePaths:
-    """Where the daemon keeps things."""
+    """Where the daemon keeps things, all inside ``root``."""
 
     root: Path
+    db: Path = field(init=False)
+    """The APSW store."""
+    socket: Path = field(init=False)
+    """The control socket."""
+    lock: Path = field(init=False)
+    """The one-daemon lock file."""
+    upstream_logs: Path = field(init=False)
+    """Each upstream's stderr, bounded."""
+    harness_logs: Path = field(init=False)
+    """Each harness's output, bounded."""
 
-    @property
-    def db(self) -> Path:
-        """The APSW store."""
-        return self.root / "harness.db"
-
-    @property
-    def socket(self) -> Path:
-        """The control socket."""
-        return self.root / "harness.sock"
-
-    @property
-    def lock(self) -> Path:
-        """The one-daemon lock file."""
-        return self.root / "harness.lock"
-
-    @property
-    def upstream_logs(self) -> Path:
-        """Each upstream's stderr, bounded."""
-        return self.root / "upstreams"
-
-    @property
-    def harness_logs(self) -> Path:
-        """Each harness's output, bounded."""
-        return self.root / "harnesses"
+    def __post_init__(self) -> None:
+        for attribute, name in _FILES.items():
+            object.__setattr__(self, attribute, self.root / name)
 
 
 class DaemonLock:

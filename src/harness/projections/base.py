@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 import apsw
@@ -22,15 +23,14 @@ class Projection(Protocol):
     and only issues SQL on the cursor; it runs inside the writer's transaction. ``forget`` runs in a
     retention step's transaction after the log lost the events older than ``before`` (a whole hour
     of event time; their positions are in ``temp.retention_removed``): afterwards the tables must
-    equal a fold of the events that remain. ``tables`` lists every table ``ddl`` creates, so a
-    rebuild can drop them.
+    equal a fold of the events that remain. A rebuild drops every table ``ddl`` creates
+    (:func:`tables_of`).
     """
 
     name: str
     version: int
     handles: frozenset[str]
     ddl: str
-    tables: tuple[str, ...]
 
     def apply(self, envelopes: Sequence[Envelope], cursor: apsw.Cursor) -> None:
         """Fold these envelopes into the projection's tables."""
@@ -39,6 +39,28 @@ class Projection(Protocol):
     def forget(self, cursor: apsw.Cursor, before: float) -> None:
         """Drop what the events removed by retention contributed."""
         ...
+
+
+_CREATE_TABLE = re.compile(r"CREATE\s+(?:VIRTUAL\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?\"?(\w+)", re.I)
+
+
+def tables_of(ddl: str) -> list[str]:
+    """The tables a projection's DDL creates, in order."""
+    return _CREATE_TABLE.findall(ddl)
+
+
+class Folding:
+    """Base of the gateway's projections: what :class:`Projection` asks for, given as class keywords
+    (``class TopK(Folding, name="top_k", version=1, handles=[...], ddl=DDL)``)."""
+
+    name: str
+    version: int
+    handles: frozenset[str]
+    ddl: str
+
+    def __init_subclass__(cls, *, name: str, version: int, handles: Iterable[str], ddl: str) -> None:
+        super().__init_subclass__()
+        cls.name, cls.version, cls.handles, cls.ddl = name, version, frozenset(handles), ddl
 
 
 class ProjectionVersionError(Exception):
@@ -65,7 +87,7 @@ def install(conn: apsw.Connection, projections: Sequence[Projection], *, rebuild
                         f"projection {proj.name!r} is at version {row[0]} in the store, the code has "
                         f"{proj.version}: rebuild with `harness replay --to NEW_FILE`"
                     )
-                for table in reversed(proj.tables):
+                for table in reversed(tables_of(proj.ddl)):
                     conn.execute(f'DROP TABLE IF EXISTS "{table}"')
                 conn.execute("DELETE FROM projection_checkpoints WHERE name = ?", (proj.name,))
                 row = None

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import apsw
 
 from harness.events import Envelope, ToolCallCompleted
+from harness.projections.base import Folding
 
 COLUMNS: tuple[str, ...] = (
     "position",
@@ -104,18 +105,14 @@ def iso_ms(ts: float) -> str:
     return f"{prefix}{millis:03d}Z"
 
 
-class CallLogProjection:
+class CallLogProjection(
+    Folding, name="call_log", version=3, handles={ToolCallCompleted.STORED_NAME}, ddl=_DDL
+):
     """Folds ``tool_call.completed`` events into ``call_log``.
 
     Version 2 added the ``call_log_session`` index; version 3 lets ``args_hash`` be null
     (``call_log_args = "none"`` stores neither the arguments nor their hash).
     """
-
-    name: str = "call_log"
-    version: int = 3
-    handles: frozenset[str] = frozenset({ToolCallCompleted.STORED_NAME})
-    ddl: str = _DDL
-    tables: tuple[str, ...] = ("call_log",)
 
     def apply(self, envelopes: Sequence[Envelope], cursor: apsw.Cursor) -> None:
         """Insert one row per call event.

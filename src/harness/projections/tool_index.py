@@ -37,6 +37,7 @@ import apsw
 
 from harness.events import Envelope, ToolCatalogFetched
 from harness.naming import exposed_name
+from harness.projections.base import Folding
 
 WEIGHTS: tuple[float, ...] = (24.0, 1.5, 1.0, 2.25, 0.25)
 """bm25 weights of tool_words, upstream_words, description, params, param_docs (in that order).
@@ -174,14 +175,10 @@ def index_row(row: ToolRow, position: int, index: int) -> tuple[Any, ...]:
     )
 
 
-class ToolIndexProjection:
+class ToolIndexProjection(
+    Folding, name="tool_index", version=1, handles={ToolCatalogFetched.STORED_NAME}, ddl=_DDL
+):
     """Folds ``upstream.tool_catalog_fetched`` events into ``tool_index`` and ``tool_fts``."""
-
-    name: str = "tool_index"
-    version: int = 1
-    handles: frozenset[str] = frozenset({ToolCatalogFetched.STORED_NAME})
-    ddl: str = _DDL
-    tables: tuple[str, ...] = ("tool_fts", "tool_index")
 
     def apply(self, envelopes: Sequence[Envelope], cursor: apsw.Cursor) -> None:
         """Replace each upstream's entries by its catalogue, one event at a time, in order."""
@@ -226,60 +223,64 @@ STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 MAX_QUERY_WORDS = 32
 
 
+# how agents ask: how tool names and descriptions say it (one "word: alternatives" a line)
+_SYNONYMS_TEXT = """
+open: create
+make: create
+new: create
+add: create
+write: create update
+remove: delete
+erase: delete
+drop: delete
+change: update
+modify: update
+edit: update
+rename: move
+show: get list
+display: get list
+view: get
+fetch: get
+retrieve: get
+read: get
+find: search
+look: search
+lookup: search
+ticket: issue
+bug: issue
+pr: pull request
+mr: merge request
+folder: directory
+dir: directory
+email: gmail mail message
+mail: gmail email message
+meeting: event
+appointment: event
+now: current
+today: current
+run: execute
+execute: run
+done: complete close transition
+finish: complete close
+complete: close
+picture: image screenshot
+photo: image
+go: navigate
+visit: navigate
+url: navigate link
+webpage: page web
+website: site web
+send: post
+history: log
+kill: terminate
+graph: chart
+plot: chart
+ticker: stock symbol
+share: stock
+"""
 SYNONYMS: dict[str, tuple[str, ...]] = {
-    # how agents ask → how tool names and descriptions say it
-    "open": ("create",),
-    "make": ("create",),
-    "new": ("create",),
-    "add": ("create",),
-    "write": ("create", "update"),
-    "remove": ("delete",),
-    "erase": ("delete",),
-    "drop": ("delete",),
-    "change": ("update",),
-    "modify": ("update",),
-    "edit": ("update",),
-    "rename": ("move",),
-    "show": ("get", "list"),
-    "display": ("get", "list"),
-    "view": ("get",),
-    "fetch": ("get",),
-    "retrieve": ("get",),
-    "read": ("get",),
-    "find": ("search",),
-    "look": ("search",),
-    "lookup": ("search",),
-    "ticket": ("issue",),
-    "bug": ("issue",),
-    "pr": ("pull", "request"),
-    "mr": ("merge", "request"),
-    "folder": ("directory",),
-    "dir": ("directory",),
-    "email": ("gmail", "mail", "message"),
-    "mail": ("gmail", "email", "message"),
-    "meeting": ("event",),
-    "appointment": ("event",),
-    "now": ("current",),
-    "today": ("current",),
-    "run": ("execute",),
-    "execute": ("run",),
-    "done": ("complete", "close", "transition"),
-    "finish": ("complete", "close"),
-    "complete": ("close",),
-    "picture": ("image", "screenshot"),
-    "photo": ("image",),
-    "go": ("navigate",),
-    "visit": ("navigate",),
-    "url": ("navigate", "link"),
-    "webpage": ("page", "web"),
-    "website": ("site", "web"),
-    "send": ("post",),
-    "history": ("log",),
-    "kill": ("terminate",),
-    "graph": ("chart",),
-    "plot": ("chart",),
-    "ticker": ("stock", "symbol"),
-    "share": ("stock",),
+    word: tuple(alternatives.split())
+    for word, _, alternatives in (line.partition(": ") for line in _SYNONYMS_TEXT.strip().splitlines())
 }
 """Query words that also search for the words tools usually use for the same thing."""
 

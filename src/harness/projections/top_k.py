@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import apsw
 
 from harness.events import Envelope, ToolCallCompleted
+from harness.projections.base import Folding
 
 COUNTED_OUTCOMES: tuple[str, ...] = ("ok", "tool_error")
 GATEWAY_UPSTREAM = "harness"
@@ -58,14 +59,8 @@ ON CONFLICT(harness, hour, upstream, tool) DO UPDATE SET
 """
 
 
-class TopKProjection:
+class TopKProjection(Folding, name="top_k", version=1, handles={ToolCallCompleted.STORED_NAME}, ddl=_DDL):
     """Folds ``tool_call.completed`` events into hourly call counts per harness and tool."""
-
-    name: str = "top_k"
-    version: int = 1
-    handles: frozenset[str] = frozenset({ToolCallCompleted.STORED_NAME})
-    ddl: str = _DDL
-    tables: tuple[str, ...] = ("top_k_hourly",)
 
     def apply(self, envelopes: Sequence[Envelope], cursor: apsw.Cursor) -> None:
         """Add the batch's counted calls to their hourly buckets (one upsert per bucket).

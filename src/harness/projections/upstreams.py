@@ -27,6 +27,7 @@ from harness.events import (
     UpstreamStarted,
     UpstreamStateChanged,
 )
+from harness.projections.base import Folding
 
 _DDL = """
 CREATE TABLE upstreams(
@@ -48,33 +49,30 @@ _ENSURE = (
 )
 
 
+def _set(cursor: apsw.Cursor, upstream: str, ts: float, assignments: str, values: tuple[object, ...]) -> None:
+    """Make sure the upstream has a row, then apply ``assignments`` (with ``values``) as of ``ts``."""
+    cursor.execute(_ENSURE, (upstream, ts))
+    cursor.execute(
+        f"UPDATE upstreams SET {assignments}, updated_ts = ? WHERE upstream = ?", (*values, ts, upstream)
+    )
+
+
 def _started(cursor: apsw.Cursor, ev: Event) -> None:
     assert isinstance(ev, UpstreamStarted)
-    cursor.execute(_ENSURE, (ev.upstream, ev.ts))
-    cursor.execute(
-        "UPDATE upstreams SET restarts = restarts + (state = 'restarting'), state = 'starting',"
-        " pid = ?, updated_ts = ? WHERE upstream = ?",
-        (ev.pid, ev.ts, ev.upstream),
-    )
+    changes = "restarts = restarts + (state = 'restarting'), state = 'starting', pid = ?"
+    _set(cursor, ev.upstream, ev.ts, changes, (ev.pid,))
 
 
 def _catalog(cursor: apsw.Cursor, ev: Event) -> None:
     assert isinstance(ev, ToolCatalogFetched)
-    cursor.execute(_ENSURE, (ev.upstream, ev.ts))
-    cursor.execute(
-        "UPDATE upstreams SET state = 'up', tool_count = ?, protocol_version = ?, updated_ts = ?"
-        " WHERE upstream = ?",
-        (ev.tool_count, ev.protocol_version, ev.ts, ev.upstream),
-    )
+    changes = "state = 'up', tool_count = ?, protocol_version = ?"
+    _set(cursor, ev.upstream, ev.ts, changes, (ev.tool_count, ev.protocol_version))
 
 
 def _exited(cursor: apsw.Cursor, ev: Event) -> None:
     assert isinstance(ev, UpstreamExited)
-    cursor.execute(_ENSURE, (ev.upstream, ev.ts))
-    cursor.execute(
-        "UPDATE upstreams SET state = ?, pid = ?, last_exit_code = ?, updated_ts = ? WHERE upstream = ?",
-        ("stopped" if ev.reason == "stopped" else "restarting", ev.pid, ev.returncode, ev.ts, ev.upstream),
-    )
+    state = "stopped" if ev.reason == "stopped" else "restarting"
+    _set(cursor, ev.upstream, ev.ts, "state = ?, pid = ?, last_exit_code = ?", (state, ev.pid, ev.returncode))
 
 
 def _daemon_started(cursor: apsw.Cursor, ev: Event) -> None:
@@ -85,19 +83,12 @@ def _daemon_started(cursor: apsw.Cursor, ev: Event) -> None:
 
 def _state_changed(cursor: apsw.Cursor, ev: Event) -> None:
     assert isinstance(ev, UpstreamStateChanged)
-    cursor.execute(_ENSURE, (ev.upstream, ev.ts))
-    cursor.execute(
-        "UPDATE upstreams SET state = ?, updated_ts = ? WHERE upstream = ?", (ev.state, ev.ts, ev.upstream)
-    )
+    _set(cursor, ev.upstream, ev.ts, "state = ?", (ev.state,))
 
 
 def _breaker(cursor: apsw.Cursor, ev: Event) -> None:
     assert isinstance(ev, CircuitOpened | CircuitClosed)
-    cursor.execute(_ENSURE, (ev.upstream, ev.ts))
-    state = "open" if isinstance(ev, CircuitOpened) else "closed"
-    cursor.execute(
-        "UPDATE upstreams SET breaker = ?, updated_ts = ? WHERE upstream = ?", (state, ev.ts, ev.upstream)
-    )
+    _set(cursor, ev.upstream, ev.ts, "breaker = ?", ("open" if isinstance(ev, CircuitOpened) else "closed",))
 
 
 _HANDLERS: dict[str, Callable[[apsw.Cursor, Event], None]] = {
@@ -111,14 +102,8 @@ _HANDLERS: dict[str, Callable[[apsw.Cursor, Event], None]] = {
 }
 
 
-class UpstreamsProjection:
+class UpstreamsProjection(Folding, name="upstreams", version=2, handles=_HANDLERS, ddl=_DDL):
     """Folds upstream lifecycle events into one row of current state per upstream."""
-
-    name: str = "upstreams"
-    version: int = 2
-    handles: frozenset[str] = frozenset(_HANDLERS)
-    ddl: str = _DDL
-    tables: tuple[str, ...] = ("upstreams",)
 
     def apply(self, envelopes: Sequence[Envelope], cursor: apsw.Cursor) -> None:
         """Apply each event in order."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from harness.rules.facts import AtTime
 from harness.vocabulary import BreakerStatus
 
 Admission = Literal["forward", "probe", "refuse"]
@@ -36,23 +37,21 @@ class CallSucceeded:
     """Fact: an upstream answered a call (result or tool error)."""
 
 
-@dataclass(frozen=True, slots=True)
-class CallFailed:
+class CallFailed(AtTime):
     """Fact: a call ended in a transport error or a timeout at monotonic time ``at``."""
 
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimProbe:
-    """Command: a call at monotonic time ``at`` wants to be the probe; answered granted or not."""
-
-    at: float
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
 class ProbeAbandoned:
     """Fact: the probe's caller cancelled it; the next call may probe instead."""
+
+
+class ClaimProbe(AtTime):
+    """Command: a call at monotonic time ``at`` wants to be the probe; answered granted or not."""
+
+    __slots__ = ()
 
 
 Fact = CallSucceeded | CallFailed | ClaimProbe | ProbeAbandoned

@@ -17,20 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.events import (
-    Attribution,
-    DaemonStarted,
-    Event,
-    HarnessSpawned,
-    SessionClosed,
-    SessionInitialized,
-    SessionOpened,
-    ToolCallCompleted,
-    ToolCatalogFetched,
-    ToolSearchCompleted,
-    UpstreamExited,
-    UpstreamStarted,
-)
+from harness import events as ev
 from harness.vocabulary import Outcome
 
 DEFAULT_CATALOGS: dict[str, list[dict[str, Any]]] = {
@@ -91,15 +78,15 @@ class SyntheticLog:
     restarts: int = 2
     """Upstream crashes (an exit and a restart with a fresh catalogue) spread over the log."""
 
-    def events(self) -> Iterator[Event]:
+    def events(self) -> Iterator[ev.Event]:
         """The events, ts ascending."""
         rng = random.Random(self.seed)
         t = self.start
         upstreams = sorted(self.catalogs)
-        yield DaemonStarted(ts=t, pid=1000, version="0.1.0", config_files=("harness.toml",))
+        yield ev.DaemonStarted(ts=t, pid=1000, version="0.1.0", config_files=("harness.toml",))
         for i, up in enumerate(upstreams):
             t += 0.01
-            yield UpstreamStarted(ts=t, upstream=up, pid=2000 + i, command=f"mcp-server-{up}")
+            yield ev.UpstreamStarted(ts=t, upstream=up, pid=2000 + i, command=f"mcp-server-{up}")
             t += 0.05
             yield _catalog(t, up, self.catalogs[up])
         median_ms = {up: 0.5 + 40 * rng.random() ** 2 for up in upstreams}
@@ -118,12 +105,12 @@ class SyntheticLog:
             run = runs[harness]
             if harness not in sessions or sessions[harness][1] <= 0:
                 if harness in sessions:
-                    yield SessionClosed(
+                    yield ev.SessionClosed(
                         ts=t, session_id=sessions[harness][0], harness=harness, reason="disconnected"
                     )
                 sid = f"{harness}-s{n:07d}"
                 sessions[harness] = (sid, rng.randint(5, 60))
-                yield SessionOpened(
+                yield ev.SessionOpened(
                     ts=t,
                     session_id=sid,
                     harness=harness,
@@ -131,7 +118,7 @@ class SyntheticLog:
                     transport="stdio-bridge",
                     bridge_version=1,
                 )
-                yield SessionInitialized(
+                yield ev.SessionInitialized(
                     ts=t + 0.002,
                     session_id=sid,
                     harness=harness,
@@ -144,12 +131,12 @@ class SyntheticLog:
             sessions[harness] = (sid, left - 1)
             upstream, tool = _pick(rng, prefs[harness])
             if rng.random() < self.search_share:
-                yield from _search(rng, t, sid, run, upstream, tool, self.catalogs)
+                yield from _search(_Turn(rng, t, sid, run), (upstream, tool), self.catalogs)
                 t += 0.002
             if n in crash_at:
                 pid = 3000 + n
-                yield UpstreamExited(ts=t, upstream=upstream, pid=pid, returncode=-9, reason="exited")
-                yield UpstreamStarted(
+                yield ev.UpstreamExited(ts=t, upstream=upstream, pid=pid, returncode=-9, reason="exited")
+                yield ev.UpstreamStarted(
                     ts=t + 1.0, upstream=upstream, pid=pid + 1, command=f"mcp-server-{upstream}"
                 )
                 yield _catalog(t + 1.2, upstream, self.catalogs[upstream])
@@ -160,14 +147,14 @@ class SyntheticLog:
                 latency = 60_000.0 + rng.random() * 50
             elif outcome in ("denied", "circuit_open"):
                 latency = 0.05 + rng.random() * 0.1
-            yield _call(rng, t, sid, run, upstream, tool, outcome, latency, n)
+            yield _call(_Turn(rng, t, sid, run), upstream, tool, outcome, latency, n)
         for owner, (sid, _left) in sessions.items():
             t += 0.01
-            yield SessionClosed(ts=t, session_id=sid, harness=owner, reason="disconnected")
+            yield ev.SessionClosed(ts=t, session_id=sid, harness=owner, reason="disconnected")
 
 
-def _catalog(ts: float, upstream: str, tools: Sequence[Mapping[str, Any]]) -> ToolCatalogFetched:
-    return ToolCatalogFetched(
+def _catalog(ts: float, upstream: str, tools: Sequence[Mapping[str, Any]]) -> ev.ToolCatalogFetched:
+    return ev.ToolCatalogFetched(
         ts=ts,
         upstream=upstream,
         protocol_version="2025-11-25",
@@ -178,8 +165,8 @@ def _catalog(ts: float, upstream: str, tools: Sequence[Mapping[str, Any]]) -> To
     )
 
 
-def _spawn(rng: random.Random, harness: str, ts: float, i: int) -> HarnessSpawned:
-    return HarnessSpawned(
+def _spawn(rng: random.Random, harness: str, ts: float, i: int) -> ev.HarnessSpawned:
+    return ev.HarnessSpawned(
         ts=ts + 0.1 * i,
         harness=harness,
         run_id=f"run-{harness}-{rng.getrandbits(32):08x}",
@@ -208,15 +195,21 @@ def _pick(rng: random.Random, prefs: tuple[list[tuple[str, str]], list[float]]) 
     return rng.choices(pairs, weights)[0]
 
 
+@dataclass(frozen=True)
+class _Turn:
+    """Where a generated call happens: the generator, the time, the session and its run."""
+
+    rng: random.Random
+    ts: float
+    sid: str
+    run: ev.HarnessSpawned
+
+
 def _search(
-    rng: random.Random,
-    ts: float,
-    sid: str,
-    run: HarnessSpawned,
-    upstream: str,
-    tool: str,
-    catalogs: Mapping[str, Sequence[Mapping[str, Any]]],
-) -> Iterator[Event]:
+    turn: _Turn, wanted: tuple[str, str], catalogs: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> Iterator[ev.Event]:
+    rng, ts, sid, run = turn.rng, turn.ts, turn.sid, turn.run
+    upstream, tool = wanted
     from harness.naming import exposed_name
 
     others = [exposed_name(up, str(t["name"])) for up in catalogs for t in catalogs[up][:3]]
@@ -225,8 +218,8 @@ def _search(
         results.insert(rng.randint(0, len(results)), exposed_name(upstream, tool))
     query = tool.replace("_", " ")
     args = json.dumps({"query": query, "k": 5}, separators=(",", ":"))
-    yield _call(rng, ts, sid, run, "harness", "search_tools", "ok", 0.8 + rng.random(), -1, args)
-    yield ToolSearchCompleted(
+    yield _call(turn, "harness", "search_tools", "ok", 0.8 + rng.random(), -1, args)
+    yield ev.ToolSearchCompleted(
         ts=ts + 0.001,
         session_id=sid,
         harness=run.harness,
@@ -238,26 +231,24 @@ def _search(
     )
 
 
-def _attribution(run: HarnessSpawned) -> Attribution:
-    return Attribution(run.harness, run.run_id, run.adapter, run.model, run.config_hash)
+def _attribution(run: ev.HarnessSpawned) -> ev.Attribution:
+    return ev.Attribution(run.harness, run.run_id, run.adapter, run.model, run.config_hash)
 
 
 def _call(
-    rng: random.Random,
-    ts: float,
-    sid: str,
-    run: HarnessSpawned,
+    turn: _Turn,
     upstream: str,
     tool: str,
     outcome: Outcome,
     latency: float,
     n: int,
     args: str | None = None,
-) -> ToolCallCompleted:
+) -> ev.ToolCallCompleted:
+    rng, ts, sid, run = turn.rng, turn.ts, turn.sid, turn.run
     if args is None:
         args = json.dumps({"n": n, "path": f"src/file{n % 50}.py"}, separators=(",", ":"))
     size = 60 if outcome not in ("ok", "tool_error") else int(rng.lognormvariate(6.5, 1.0)) + 40
-    return ToolCallCompleted(
+    return ev.ToolCallCompleted(
         ts=ts,
         session_id=sid,
         latency_ms=round(latency, 3),

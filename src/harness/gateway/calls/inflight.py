@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness.gateway.wire import jsonrpc
@@ -36,44 +37,23 @@ class Caller(Protocol):
         ...
 
 
+@dataclass(slots=True, eq=False)
 class CallInflight:
     """A forwarded ``tools/call``: its caller, ids, progress token, deadline and what to record."""
 
-    __slots__ = (
-        "arguments",
-        "caller",
-        "done",
-        "downstream_id",
-        "probe",
-        "progress_token",
-        "route",
-        "span_id",
-        "started",
-        "timer",
-        "upstream_id",
-    )
-
-    def __init__(
-        self,
-        caller: Caller,
-        downstream_id: Any,
-        upstream_id: int,
-        route: Route,
-        arguments: Any,
-        progress_token: Any,
-        started: float,
-    ) -> None:
-        self.caller = caller
-        self.downstream_id = downstream_id
-        self.upstream_id = upstream_id
-        self.route = route
-        self.arguments = arguments
-        self.progress_token = progress_token
-        self.started = started
-        self.span_id = os.urandom(8).hex()
-        self.timer: asyncio.TimerHandle | None = None
-        self.probe = False
-        self.done = False
+    caller: Caller
+    downstream_id: Any
+    upstream_id: int
+    route: Route
+    arguments: Any
+    progress_token: Any
+    started: float
+    """A ``time.perf_counter()`` reading: when the request arrived."""
+    span_id: str = field(default_factory=lambda: os.urandom(8).hex())
+    timer: asyncio.TimerHandle | None = None
+    probe: bool = False
+    """Admitted as the breaker's half-open probe."""
+    done: bool = False
 
     def _finish(self, outcome: Outcome, reason: str | None, response_bytes: int) -> None:
         self.done = True
