@@ -302,12 +302,6 @@ class StoreView:
         for row in self.conn.execute(sql + " ORDER BY position", args):
             yield to_envelope(row)
 
-    def iter_events(self) -> Iterator[tuple[int, float, str, int, str, str]]:
-        """Every stored event row in position order."""
-        yield from self.conn.execute(
-            "SELECT position, ts, name, version, correlation, data FROM events ORDER BY position"
-        )
-
     # ------------------------------------------------------------------ DataFrames
 
     def calls_frame(self, **filters: Any) -> Any:
