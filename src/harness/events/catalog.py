@@ -32,7 +32,8 @@ class DaemonStopped(Event):
 
 @stored
 class UpstreamStarted(Event):
-    """An upstream's process was spawned (stdio)."""
+    """An upstream's connection was opened: a stdio child spawned (its pid), or an HTTP session
+    (pid 0, ``command`` is the URL)."""
 
     STORED_NAME = "upstream.started"
     upstream: str
