@@ -63,6 +63,13 @@ def test_m11_a_missing_workdir_is_reported_as_the_workdir_not_the_command(tmp_pa
     assert "workdir" in line and "nowhere" in line and "harness.h" in line
 
 
+def test_m11_a_missing_harness_env_file_names_the_key_and_the_config(tmp_path):
+    config = f'[harness.h]\nargv = ["true"]\nenv_file = "{tmp_path / "nope.env"}"\n'
+    with running(tmp_path, config) as daemon:
+        line = wait_for(lambda: next((x for x in daemon.stderr if "harness h" in x), None), timeout=10)
+    assert "env_file" in line and "nope.env" in line and "harness.h" in line and "harness.toml" in line
+
+
 def test_m9_harness_tools_without_a_config_says_where_it_looked(tmp_path):
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     run = subprocess.run(

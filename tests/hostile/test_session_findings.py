@@ -223,9 +223,22 @@ def test_m14_a_batch_is_served_in_2025_03_26_and_refused_after():
 # ---------------------------------------------------------------- M7 / m16: unknown names
 
 
+def _calls_labels() -> list[dict[str, str]]:
+    from harness.gateway.evidence.metrics import REGISTRY
+
+    return [
+        sample.labels
+        for metric in REGISTRY.collect()
+        if metric.name == "harness_mcp_calls"
+        for sample in metric.samples
+        if sample.name == "harness_mcp_calls_total"
+    ]
+
+
 def test_m7_an_unknown_name_is_recorded_under_harness_never_as_a_made_up_upstream():
     session, _sent, events = session_for()
-    for i in range(50):
+    upstreams_before = {labels["upstream"] for labels in _calls_labels()}
+    for i in range(250):
         session.handle(
             {
                 "jsonrpc": "2.0",
@@ -236,6 +249,9 @@ def test_m7_an_unknown_name_is_recorded_under_harness_never_as_a_made_up_upstrea
         )
     assert {r.upstream for r in calls(events)} == {"harness"}
     assert all(r.outcome == "denied" for r in calls(events))
+    labels = _calls_labels()
+    assert {x["upstream"] for x in labels} - upstreams_before <= {"harness"}  # no made-up upstream
+    assert len({x["tool"] for x in labels if x["upstream"] == "harness"}) <= 101  # capped, + __other__
 
 
 def test_m16_a_refusal_to_an_unattributed_session_names_the_token_as_the_problem():
