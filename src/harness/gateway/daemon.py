@@ -45,6 +45,7 @@ from harness.gateway.control_plane import ControlPlane
 from harness.gateway.downstream.connection import session_opened_event
 from harness.gateway.downstream.control_socket import ControlSocket
 from harness.gateway.downstream.session import DownstreamSession, PolicyPublished
+from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.evidence.metrics import (
     CALL_LOG_DROPPED,
     TOOL_SCHEMA_BYTES,
@@ -83,6 +84,7 @@ class Daemon:
         self.upstreams: dict[str, SupervisedUpstream] = {}
         self.sessions: set[DownstreamSession] = set()
         self.recorder = CallRecorder(self.emit, config.mcp.call_log_args)
+        self.recorder.known = KnownSecrets.of(config)
         self._writer: pykka.ActorRef[Any] | None = None
         self._policy: pykka.ActorRef[Any] | None = None
         self._spawner: HarnessSpawner | None = None
@@ -326,6 +328,7 @@ class Daemon:
                 raise
             old, self.config = self.config, new
             self.recorder.args_mode = new.mcp.call_log_args
+            self.recorder.known = KnownSecrets.of(new)
             try:
                 self._serve_metrics()
             except OSError as exc:

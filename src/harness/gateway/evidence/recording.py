@@ -8,8 +8,15 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.events import Event, ToolCallCompleted
+from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.evidence.metrics import CALL_DURATION, CALLS, RESPONSE_BYTES
-from harness.gateway.evidence.redaction import canonical_json, may_hold_secret, redact_text, redacted_args
+from harness.gateway.evidence.redaction import (
+    REDACTED,
+    canonical_json,
+    may_hold_secret,
+    redact_text,
+    redacted_args,
+)
 from harness.vocabulary import ArgsMode, Outcome, Tier
 
 TOOL_LABELS_PER_UPSTREAM = 100
@@ -29,6 +36,8 @@ class CallRecorder:
     def __init__(self, emit: Callable[[Event], None], args_mode: ArgsMode) -> None:
         self._emit = emit
         self.args_mode = args_mode
+        self.known = KnownSecrets()
+        """The daemon's own secret values (set from the configuration, at start and on reload)."""
         self._tool_labels: dict[str, set[str]] = {}
         self._metric_children: dict[tuple[str, str, str, str], tuple[Any, Any, Any]] = {}
 
@@ -60,6 +69,8 @@ class CallRecorder:
         it to be stored: redacted and capped under ``redacted``, else not at all."""
         if self.args_mode != "redacted":
             return None
+        if self.known.found_in(text):
+            text = self.known.redact(text, REDACTED)
         return redact_text(text)[:limit] if may_hold_secret(text) else text[:limit]
 
     def record(
@@ -86,7 +97,7 @@ class CallRecorder:
             canonical = canonical_json(arguments)
             stored_hash = args_hash(arguments, canonical)
             if mode == "redacted":
-                stored_args = redacted_args(arguments, canonical)
+                stored_args = redacted_args(arguments, canonical, self.known)
         event = ToolCallCompleted(
             ts=time.time() - latency_s,
             session_id=session.session_id,

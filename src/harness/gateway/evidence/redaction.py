@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Protocol
 
 ARGS_CAP_BYTES = 4096
 REDACTED = "[REDACTED]"
@@ -123,13 +123,29 @@ def may_hold_secret(text: str) -> bool:
     return any(marker in low for marker in _MARKERS)
 
 
-def redacted_args(arguments: Any, canonical: str | None = None) -> str:
+class SecretFinder(Protocol):
+    """Finds the exact secret values the daemon holds (``known_secrets.KnownSecrets``)."""
+
+    def found_in(self, text: str) -> bool:
+        """Whether one occurs in ``text``."""
+        ...
+
+    def redact(self, text: str, marker: str) -> str:
+        """``text`` with each occurrence replaced by ``marker``."""
+        ...
+
+
+def redacted_args(arguments: Any, canonical: str | None = None, known: SecretFinder | None = None) -> str:
     """Arguments as stored under ``call_log_args = "redacted"``: redacted canonical JSON, ≤ 4 KiB.
 
-    ``canonical`` (the arguments' canonical JSON, if already made) lets the common case, nothing to
-    redact, skip the walk: one scan of the text decides.
+    Layers: the daemon's own secret values first (``known``, in any encoding), then secret-named
+    keys and secret-looking strings. ``canonical`` (the arguments' canonical JSON, if already made)
+    lets the common case, nothing to redact, skip the walk: one scan of the text decides.
     """
     text = canonical if canonical is not None else canonical_json(arguments)
+    if known is not None and known.found_in(text):
+        arguments = json.loads(known.redact(text, REDACTED))
+        text = canonical_json(arguments)
     if may_hold_secret(text):
         text = canonical_json(redact_value(arguments))
     return cap_utf8(text)
