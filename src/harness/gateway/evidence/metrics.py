@@ -48,6 +48,25 @@ RESPONSE_BYTES = Histogram(
 )
 
 
+TOOL_LABELS_PER_UPSTREAM = 100
+"""Distinct ``tool`` label values per upstream before the rest collapse into ``__other__``."""
+
+_tool_labels: dict[str, set[str]] = {}
+"""Per upstream label value, the tool labels given out so far: one cap for the whole registry."""
+
+
+def tool_label(upstream: str, tool: str) -> str:
+    """The ``tool`` label for a call: the tool's name while the upstream has fewer than
+    ``TOOL_LABELS_PER_UPSTREAM`` of them, else ``__other__`` (called on the loop only)."""
+    seen = _tool_labels.setdefault(upstream, set())
+    if tool in seen:
+        return tool
+    if len(seen) < TOOL_LABELS_PER_UPSTREAM:
+        seen.add(tool)
+        return tool
+    return "__other__"
+
+
 class MetricsListener:
     """Serves /metrics (Prometheus text) on a loopback address from a thread; can move or stop."""
 

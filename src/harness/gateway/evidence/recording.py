@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.events import Event, ToolCallCompleted
 from harness.gateway.evidence.known_secrets import KnownSecrets
-from harness.gateway.evidence.metrics import CALL_DURATION, CALLS, RESPONSE_BYTES
+from harness.gateway.evidence.metrics import CALL_DURATION, CALLS, RESPONSE_BYTES, tool_label
 from harness.gateway.evidence.redaction import (
     REDACTED,
     canonical_json,
@@ -18,9 +18,6 @@ from harness.gateway.evidence.redaction import (
     redacted_args,
 )
 from harness.vocabulary import ArgsMode, Outcome, Tier
-
-TOOL_LABELS_PER_UPSTREAM = 100
-"""Distinct ``tool`` label values per upstream before the rest collapse into ``__other__``."""
 
 
 def args_hash(arguments: Any, canonical: str | None = None) -> str:
@@ -38,15 +35,15 @@ class CallRecorder:
         self.args_mode = args_mode
         self.known = KnownSecrets()
         """The daemon's own secret values (set from the configuration, at start and on reload)."""
-        self._tool_labels: dict[str, set[str]] = {}
         self._metric_children: dict[tuple[str, str, str, str], tuple[Any, Any, Any]] = {}
 
     def _children(self, harness: str, upstream: str, tool: str, outcome: str) -> tuple[Any, Any, Any]:
-        """The counter and histogram children for these labels (label lookups cost more than updates)."""
-        key = (harness, upstream, tool, outcome)
+        """The counter and histogram children for these labels (label lookups cost more than updates;
+        the cache is keyed by the capped label, so made-up tool names cannot grow it)."""
+        label = tool_label(upstream, tool)
+        key = (harness, upstream, label, outcome)
         found = self._metric_children.get(key)
         if found is None:
-            label = self._tool_label(upstream, tool)
             found = (
                 CALLS.labels(harness, upstream, label, outcome),
                 CALL_DURATION.labels(upstream, label),
@@ -54,15 +51,6 @@ class CallRecorder:
             )
             self._metric_children[key] = found
         return found
-
-    def _tool_label(self, upstream: str, tool: str) -> str:
-        seen = self._tool_labels.setdefault(upstream, set())
-        if tool in seen:
-            return tool
-        if len(seen) < TOOL_LABELS_PER_UPSTREAM:
-            seen.add(tool)
-            return tool
-        return "__other__"
 
     def stored_text(self, text: str, limit: int = 1000) -> str | None:
         """Free text an agent sent to a gateway tool (a search query), as ``call_log_args`` allows
