@@ -138,7 +138,8 @@ class ControlSocket:
         loop = asyncio.get_running_loop()
         old = os.umask(0o177)
         try:
-            server = await loop.create_unix_server(self.connection, str(path), backlog=BACKLOG)
+            backlog = max(16, min(BACKLOG, self.limits.total // 2))  # accepts in flight stay few
+            server = await loop.create_unix_server(self.connection, str(path), backlog=backlog)
         finally:
             os.umask(old)
         os.chmod(path, 0o600)

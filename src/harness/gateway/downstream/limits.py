@@ -6,8 +6,10 @@ Numbers (docs/control-socket.md explains them):
 - at most ``PER_PID`` (16) open connections per peer process: a bridge or a CLI uses one;
 - at most ``PER_HARNESS`` (64) per harness's process tree, ``UNATTRIBUTED`` (64) for the daemon's
   own tree and peers of unknown origin together, ``OUTSIDE`` (256) for processes outside the
-  daemon's tree (the operator's CLI, agents started by hand);
-- at most ``total`` in all: a quarter of the daemon's file-descriptor limit, between 64 and 4096, so
+  daemon's tree (the operator's CLI, agents started by hand); but never more than a quarter of the
+  total per harness or for the unattributed, nor half of it for the outside, so no one origin can
+  take every place;
+- at most ``total`` in all: a quarter of the daemon's file-descriptor limit, between 16 and 4096, so
   the daemon keeps at least three quarters of its descriptors for upstreams, harnesses and its store
   however the socket is flooded.
 
@@ -32,7 +34,7 @@ PER_PID = 16
 PER_HARNESS = 64
 UNATTRIBUTED = 64
 OUTSIDE = 256
-MIN_TOTAL = 64
+MIN_TOTAL = 16
 MAX_TOTAL = 4096
 
 
@@ -57,9 +59,20 @@ class Limits:
     preamble_timeout: float = PREAMBLE_TIMEOUT_S
 
     @classmethod
+    def sized(cls, total: int, preamble_timeout: float = PREAMBLE_TIMEOUT_S) -> Limits:
+        """Caps for a total of ``total``: no origin's share above a quarter (the outside: a half)."""
+        return cls(
+            total=total,
+            per_harness=max(1, min(PER_HARNESS, total // 4)),
+            unattributed=max(1, min(UNATTRIBUTED, total // 4)),
+            outside=max(1, min(OUTSIDE, total // 2)),
+            preamble_timeout=preamble_timeout,
+        )
+
+    @classmethod
     def for_this_process(cls) -> Limits:
         """Caps sized to this process's descriptor limit."""
-        return cls(total=total_cap())
+        return cls.sized(total_cap())
 
 
 def bucket(origin: PeerOrigin) -> str:

@@ -18,6 +18,7 @@ import ctypes
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -59,8 +60,11 @@ def zombie_children(pid: int, proc: Path = Path("/proc")) -> set[int]:
 class OrphanReaper:
     """Reaps adopted orphans: a zombie child seen at two scans in a row."""
 
-    def __init__(self, interval: float = SCAN_INTERVAL_S) -> None:
+    def __init__(
+        self, interval: float = SCAN_INTERVAL_S, scan: Callable[[int], set[int]] = zombie_children
+    ) -> None:
         self._interval = interval
+        self._scan = scan
         self._task: asyncio.Task[None] | None = None
         self.reaped = 0
 
@@ -79,7 +83,7 @@ class OrphanReaper:
         me = os.getpid()
         while True:
             await asyncio.sleep(self._interval)
-            zombies = await asyncio.to_thread(zombie_children, me)
+            zombies = await asyncio.to_thread(self._scan, me)
             for pid in zombies & seen:
                 with contextlib.suppress(ChildProcessError):
                     if os.waitpid(pid, os.WNOHANG)[0] == pid:

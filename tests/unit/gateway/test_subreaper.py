@@ -1,0 +1,86 @@
+"""The daemon as its descendants' subreaper (M2): an orphan stays in its tree, and is reaped."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+
+import pytest
+
+from harness.gateway.harnesses.subreaper import OrphanReaper, set_subreaper, zombie_children
+
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux's"
+)
+
+
+def _wait_zombie(pid: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while pid not in zombie_children(os.getpid()):
+        assert time.monotonic() < deadline, f"{pid} did not become a zombie child"
+        time.sleep(0.01)
+
+
+@linux_only
+def test_an_orphan_of_a_subreaper_is_re_parented_to_it_not_to_init():
+    read, write = os.pipe()
+    assert set_subreaper(True)
+    try:
+        if (child := os.fork()) == 0:
+            os.setsid()
+            if os.fork() == 0:  # the grandchild: wait until its parent is gone, then say who adopted it
+                first = os.getppid()
+                deadline = time.monotonic() + 10
+                while os.getppid() == first and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                os.write(write, f"{os.getpid()} {os.getppid()}".encode())
+                os._exit(0)
+            os._exit(0)
+        os.close(write)
+        os.waitpid(child, 0)
+        grandchild, adopted_by = map(int, os.read(read, 64).split())
+        os.close(read)
+        os.waitpid(grandchild, 0)  # it is this process's child now
+    finally:
+        set_subreaper(False)
+    assert adopted_by == os.getpid()
+
+
+def test_zombie_children_reads_the_children_files_and_each_childs_state(tmp_path):
+    task = tmp_path / "50" / "task" / "50"
+    task.mkdir(parents=True)
+    (task / "children").write_text("51 52 53 ")
+    for pid, state in ((51, "Z"), (52, "S"), (53, "Z")):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text(f"{pid} (odd) name) {state} 50 50 50 0\n")
+    assert zombie_children(50, tmp_path) == {51, 53}
+    assert zombie_children(60, tmp_path) == set()
+
+
+@linux_only
+def test_the_reaper_reaps_a_child_only_once_it_was_a_zombie_at_two_scans():
+    if (pid := os.fork()) == 0:
+        os._exit(0)
+    _wait_zombie(pid)
+    scans: list[set[int]] = []
+
+    def scan(me: int) -> set[int]:
+        found = zombie_children(me) & {pid}  # only ours: other tests' children are not this test's
+        scans.append(found)
+        return found
+
+    async def scenario() -> int:
+        reaper = OrphanReaper(interval=0.01, scan=scan)
+        reaper.start()
+        async with asyncio.timeout(10):
+            while reaper.reaped == 0:
+                await asyncio.sleep(0.01)
+        reaper.stop()
+        return reaper.reaped
+
+    assert asyncio.run(scenario()) == 1
+    assert scans[0] == {pid}  # seen once, left alone; reaped at the second sight
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
