@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import socket
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-from conftest import UPSTREAM, probe_argv, toml_list, wait_until
 from harness.demo.upstream import LONG_TOOL_NAME
 from harness.naming import exposed_name
+from support import DEMO_UPSTREAM as UPSTREAM
+from support import probe_argv, read_out, steps, toml_list, wait_until
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 HOSTILE_QUERIES = [
     "*",
@@ -32,15 +31,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def read_out(path: Path) -> dict:
-    wait_until(path.exists, timeout=60)
-    return json.loads(path.read_text())
-
-
-def steps(*items: dict) -> str:
-    return json.dumps(list(items))
 
 
 def test_a_policy_that_excludes_gitea_shows_no_gitea_tool_anywhere_and_refuses_calling_one(

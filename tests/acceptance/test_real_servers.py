@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import probe_argv, toml_list, wait_until
+from support import probe_argv, read_out, steps, toml_list, wait_until
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 BIN = Path(__file__).resolve().parents[1] / "npm" / "node_modules" / ".bin"
 EVERYTHING, MEMORY = BIN / "mcp-server-everything", BIN / "mcp-server-memory"
@@ -18,10 +18,6 @@ needs_npm = pytest.mark.skipif(
     not (EVERYTHING.exists() and MEMORY.exists()),
     reason="real npm MCP servers not installed: run `npm install --prefix tests/npm` (.ci/run does)",
 )
-
-
-def steps(*items: dict) -> str:
-    return json.dumps(list(items))
 
 
 @needs_npm
@@ -57,8 +53,7 @@ def test_reference_servers_work_through_the_gateway_with_tiers_and_progress(star
         'mcp_allow = ["read", "write"]\n\n'
         f'[harness.reader]\nargv = {toml_list(probe_argv(reader_out, "--steps", steps(*reader_plan)))}\nmcp_policy = "p"\n'
     )
-    wait_until(out_file.exists, timeout=60)
-    out = json.loads(out_file.read_text())
+    out = read_out(out_file)
     assert "fatal" not in out, out
     assert {"everything__echo", "memory__read_graph", "memory__create_entities"} <= set(out["tools"])
     echo, total, long_run, created, graph = out["steps"]
@@ -67,8 +62,7 @@ def test_reference_servers_work_through_the_gateway_with_tiers_and_progress(star
     assert long_run["progress"] and long_run["progress"] == sorted(long_run["progress"])
     assert "error" not in created, created
     assert "gateway" in json.dumps(graph["result"])
-    wait_until(reader_out.exists, timeout=60)
-    refused = json.loads(reader_out.read_text())["steps"][0]
+    refused = read_out(reader_out)["steps"][0]
     assert refused["error"].startswith("not_permitted:")  # create_entities has no readOnlyHint
     rows = wait_until(lambda: (r := daemon.calls()) and len(r) >= 6 and r, timeout=10)
     assert {(r["harness"], r["upstream"], r["tool"], r["tier"], r["outcome"]) for r in rows} >= {

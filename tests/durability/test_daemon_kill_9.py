@@ -10,46 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import apsw
 import psutil
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-FAULTY = str(ROOT / "fixtures" / "faulty_upstream.py")
-PROBE = str(ROOT / "acceptance" / "probe_agent.py")
+from support import FAULTY_UPSTREAM, PY, probe_argv, start_daemon_process, toml_list, wait_until
+
 ROUNDS = 20
 
-pytestmark = pytest.mark.durability
-
-
-def toml_list(items: list[str]) -> str:
-    return "[" + ", ".join(json.dumps(i) for i in items) + "]"
-
-
-def start(config: Path, state: Path) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "daemon", "--config", str(config), "--state-dir", str(state)],
-        stdin=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    assert proc.stderr is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            raise AssertionError("daemon exited before ready")
-        if line.strip() == b"ready":
-            return proc
-    raise AssertionError("daemon not ready within 60 s")
+pytestmark = [pytest.mark.durability, pytest.mark.slow]
 
 
 def committed(db: Path) -> int:
@@ -70,21 +42,23 @@ def test_kill_9_of_the_daemon_under_load_loses_nothing_committed_and_it_restarts
     ]
     config = tmp_path / "harness.toml"
     config.write_text(
-        f'[mcp.up]\nargv = {toml_list([sys.executable, FAULTY])}\n\n[mcp_policy.p]\nservers = ["up"]\n\n'
-        f"[harness.agent]\nargv = {toml_list([sys.executable, PROBE, '--out', str(tmp_path / 'out.json'), '--steps', json.dumps(plan)])}\n"
+        f'[mcp.up]\nargv = {toml_list([PY, str(FAULTY_UPSTREAM)])}\n\n[mcp_policy.p]\nservers = ["up"]\n\n'
+        f"[harness.agent]\nargv = {toml_list(probe_argv(tmp_path / 'out.json', '--steps', json.dumps(plan)))}\n"
         'mcp_policy = "p"\n'
     )
     state = tmp_path / "state"
     db = state / "harness.db"
     seen_before = 0
     for _round in range(ROUNDS):
-        proc = start(config, state)
+        daemon = start_daemon_process(config, state)
+        proc = daemon.proc
         try:
             baseline = committed(db)
-            deadline = time.monotonic() + 30
-            while committed(db) < baseline + 100:  # calls are landing
-                assert time.monotonic() < deadline, "no load reached the store"
-                time.sleep(0.02)
+            wait_until(
+                lambda floor=baseline + 100: committed(db) >= floor,
+                timeout=30,
+                message="load reached the store",
+            )
             children = psutil.Process(proc.pid).children(recursive=True)
             seen = committed(db)
             proc.send_signal(signal.SIGKILL)
@@ -92,12 +66,11 @@ def test_kill_9_of_the_daemon_under_load_loses_nothing_committed_and_it_restarts
         finally:
             with contextlib.suppress(Exception):
                 proc.kill()
-            if proc.stderr is not None:
-                proc.stderr.close()
         for child in children:
             with contextlib.suppress(psutil.Error):
                 child.kill()
         psutil.wait_procs(children, timeout=10)
+        daemon.close_pipes()
         conn = apsw.Connection(str(db))
         try:
             assert conn.execute("PRAGMA integrity_check").get == "ok"

@@ -16,6 +16,7 @@ import apsw
 import pytest
 
 from harness.actors.log_writer import MAX_BATCH, EventIntake, LogWriterActor
+from support import wait_until
 
 DRIVER = Path(__file__).with_name("writer_under_load.py")
 RUNS = 20
@@ -49,7 +50,10 @@ def one_run(tmp: Path, seed: int, rng: random.Random) -> dict:
     reader.start()
     try:
         assert reader.ready.wait(30), proc.stderr.read().decode() if proc.poll() is not None else "no ready"
-        time.sleep(rng.uniform(0.3, 0.6))
+        wait_until(
+            lambda: any(x.startswith("C ") for x in reader.lines), timeout=30, message="a first commit"
+        )
+        time.sleep(rng.uniform(0.0, 0.3))  # the behaviour under test: a kill at a random point of the load
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
@@ -82,6 +86,7 @@ def one_run(tmp: Path, seed: int, rng: random.Random) -> dict:
 
 
 @pytest.mark.durability
+@pytest.mark.slow
 def test_kill_9_under_load_never_corrupts_and_never_loses_a_committed_event(tmp_path):
     rng = random.Random(1234)
     results = [one_run(tmp_path, seed, rng) for seed in range(RUNS)]

@@ -22,6 +22,8 @@ import psutil
 import pytest
 from mcp import Client
 
+from support import wait_until
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 STDIO_UPSTREAM = FIXTURES / "faulty_upstream.py"
 HTTP_UPSTREAM = FIXTURES / "faulty_http_upstream.py"
@@ -119,15 +121,6 @@ def gone(pid: int) -> bool:
         return True
 
 
-def eventually(check: Any, timeout: float = WAIT) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.02)
-    return bool(check())
-
-
 # ------------------------------------------------------------------------------------ stdio
 
 
@@ -209,12 +202,13 @@ def test_the_faulty_upstream_floods_stderr():
         assert up.proc.stderr is not None
         os.set_blocking(up.proc.stderr.fileno(), False)
         received = 0
-        deadline = time.monotonic() + 0.5
-        while time.monotonic() < deadline:
-            chunk = up.proc.stderr.read(65536)
-            received += len(chunk or b"")
-            time.sleep(0.01)
-        assert received > 50_000
+
+        def flooded() -> bool:
+            nonlocal received
+            received += len(up.proc.stderr.read(65536) or b"")
+            return received > 50_000
+
+        wait_until(flooded, timeout=WAIT)
         assert up.initialize()["serverInfo"]["name"] == "faulty"  # still answers while flooding
 
 
@@ -222,7 +216,7 @@ def test_the_faulty_upstream_survives_sigterm_and_eof_and_leaves_a_grandchild(tm
     pid_file = tmp_path / "pids.json"
     flags = ("--ignore-sigterm", "--spawn-grandchild", "--pid-file", str(pid_file))
     with stdio_upstream(*flags, new_session=True) as up:
-        assert eventually(pid_file.exists)
+        wait_until(pid_file.exists, timeout=WAIT)
         pids = json.loads(pid_file.read_text())
         assert pids["pid"] == up.proc.pid
         grandchild = psutil.Process(pids["grandchild"])
@@ -239,7 +233,7 @@ def test_the_faulty_upstream_survives_sigterm_and_eof_and_leaves_a_grandchild(tm
         assert up.lines.empty()  # stdout still open
         os.killpg(up.proc.pid, signal.SIGKILL)
         assert up.proc.wait(WAIT) == -signal.SIGKILL
-        assert eventually(lambda: gone(grandchild.pid))
+        wait_until(lambda: gone(grandchild.pid), timeout=WAIT)
 
 
 def test_the_faulty_upstream_drops_and_records_cancelled_calls(tmp_path):
@@ -251,9 +245,11 @@ def test_the_faulty_upstream_drops_and_records_cancelled_calls(tmp_path):
         up.send({"method": "notifications/cancelled", "params": {"requestId": 7, "reason": "gave up"}})
         up.send({"method": "notifications/cancelled", "params": {"requestId": 8, "reason": "bored"}})
         up.send({"method": "notifications/cancelled", "params": {"requestId": 1234}})  # unknown: ignored
-        time.sleep(0.3)  # past the sleep's 200 ms: a late answer would come now
-        up.send({"id": 9, "method": "ping"})
-        assert up.message()["id"] == 9  # neither 7 nor 8 was answered
+        # a later, longer sleep: a late answer to 8 (200 ms) would come before this one (300 ms)
+        up.send({"id": 9, "method": "tools/call", "params": {"name": "sleep", "arguments": {"ms": 300}}})
+        assert up.message()["id"] == 9
+        up.send({"id": 10, "method": "ping"})
+        assert up.message()["id"] == 10  # neither 7 nor 8 was answered
         entries = read_jsonl(record)
         assert all(isinstance(e.pop("t"), float) for e in entries)  # every line carries its time
         assert entries == [
@@ -266,7 +262,8 @@ def test_the_faulty_upstream_drops_and_records_cancelled_calls(tmp_path):
             {"method": "notifications/cancelled", "id": None, "name": None},
             {"cancelled": 8, "reason": "bored"},
             {"method": "notifications/cancelled", "id": None, "name": None},
-            {"method": "ping", "id": 9, "name": None},
+            {"method": "tools/call", "id": 9, "name": "sleep"},
+            {"method": "ping", "id": 10, "name": None},
         ]
 
 
@@ -345,8 +342,10 @@ def test_the_ok_http_upstream_works_with_the_official_sdk_client(tmp_path):
 def test_the_reset_http_upstream_resets_every_connection():
     with http_upstream("--mode", "reset") as (proc, port):
         with (
+            pytest.raises(
+                (ConnectionResetError, BrokenPipeError)
+            ),  # at connect (under load), send or receive
             socket.create_connection(("127.0.0.1", port), timeout=WAIT) as sock,
-            pytest.raises((ConnectionResetError, BrokenPipeError)),
         ):
             sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}")
             sock.recv(1024)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import runpy
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -47,6 +48,14 @@ def test_a_bad_config_is_refused_with_file_key_and_reason(tmp_path):
     line = done.stderr.strip()
     assert len(line.splitlines()) == 1
     assert str(config) in line and "mcp.gitea.colour" in line and "unknown key" in line
+
+
+def test_python_dash_m_harness_is_the_harness_command(monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["harness", "--help"])
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_module("harness", run_name="__main__")
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: harness")
 
 
 def test_an_unknown_subcommand_is_a_usage_error_with_exit_2():

@@ -1,0 +1,187 @@
+"""Helpers shared by every test layer (unit, acceptance, durability), importable as ``support``.
+
+* :func:`wait_until` is the one bounded wait on a condition (``await_until`` is the same wait for
+  code running inside an event loop, which must keep running while it waits); :func:`holds_for` is
+  its complement, for claims that something does *not* happen within a bounded window.
+* :func:`toml_list` writes a TOML array of strings.
+* :func:`start_daemon_process` runs a real ``harness daemon`` and waits, bounded, for its ``ready``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+T = TypeVar("T")
+D = TypeVar("D", bound="DaemonProcess")
+
+PY = sys.executable
+TESTS = Path(__file__).resolve().parent
+FIXTURES = TESTS / "fixtures"
+PROBE_AGENT = TESTS / "acceptance" / "probe_agent.py"
+FAULTY_UPSTREAM = FIXTURES / "faulty_upstream.py"
+DEMO_UPSTREAM = [PY, "-m", "harness.demo.upstream", "--test-tools"]
+"""The SDK demo server with the test tools (sleep, crash, env_keys, a 60-character name, delete_note)."""
+
+INTERVAL = 0.02
+
+
+def probe_argv(out: Path, *extra: str) -> list[str]:
+    """A harness that connects with the official SDK client and writes what it saw to ``out``
+    (tests/acceptance/probe_agent.py; ``extra`` are its options)."""
+    return [PY, str(PROBE_AGENT), "--out", str(out), *extra]
+
+
+def _describe(predicate: Callable[..., Any], timeout: float, message: str | None) -> str:
+    what = message or getattr(predicate, "__name__", "condition")
+    return f"{what}: not met within {timeout:g} s"
+
+
+def wait_until(
+    predicate: Callable[[], T], timeout: float = 10.0, interval: float = INTERVAL, message: str | None = None
+) -> T:
+    """Poll ``predicate`` until it returns something truthy and return that; AssertionError (saying
+    ``message``) once ``timeout`` seconds passed. The predicate is always tried once more at the end."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(_describe(predicate, timeout, message))
+        time.sleep(interval)
+
+
+async def await_until(
+    predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.005, message: str | None = None
+) -> T:
+    """:func:`wait_until` inside a running event loop: the loop keeps running between the tries."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(_describe(predicate, timeout, message))
+        await asyncio.sleep(interval)
+
+
+def holds_for(
+    predicate: Callable[[], Any], duration: float, interval: float = INTERVAL, message: str | None = None
+) -> None:
+    """Check that ``predicate`` stays truthy for ``duration`` seconds (a claim that something does not
+    happen needs a window to watch); AssertionError as soon as it is false."""
+    deadline = time.monotonic() + duration
+    while True:
+        if not predicate():
+            what = message or getattr(predicate, "__name__", "condition")
+            raise AssertionError(f"{what}: stopped holding within {duration:g} s")
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(interval)
+
+
+def read_out(path: Path, timeout: float = 60.0) -> Any:
+    """The JSON a probe agent writes (atomically, by rename) to ``path``, once it is there."""
+    wait_until(path.exists, timeout=timeout, message=f"{path.name} written")
+    return json.loads(path.read_text())
+
+
+def steps(*items: dict[str, Any]) -> str:
+    """A probe agent's ``--steps`` plan (see ``run_step`` in tests/acceptance/probe_agent.py)."""
+    return json.dumps(list(items))
+
+
+def toml_list(items: list[str] | tuple[str, ...]) -> str:
+    """A TOML array of strings (JSON string escapes are valid TOML basic strings)."""
+    return "[" + ", ".join(json.dumps(str(i)) for i in items) + "]"
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without any ``HARNESS_*`` variable (a test may run under a daemon)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
+    env.update(extra)
+    return env
+
+
+@dataclass
+class DaemonProcess:
+    """A real ``harness daemon``; its stderr is read on a thread (so it never blocks on a full pipe)."""
+
+    proc: subprocess.Popen[bytes]
+    config: Path
+    state: Path
+    stderr_lines: list[str] = field(default_factory=list)
+    ready: threading.Event = field(default_factory=threading.Event)
+    reader: threading.Thread | None = None
+
+    @property
+    def db(self) -> Path:
+        """The store."""
+        return self.state / "harness.db"
+
+    def close_pipes(self, timeout: float = 5.0) -> None:
+        """After the process ended: wait (bounded) for the reader to see EOF and close the pipe. A
+        process the daemon left behind may hold the pipe open; its reader then stays blocked."""
+        if self.reader is not None:
+            self.reader.join(timeout)
+
+
+def _read_stderr(daemon: DaemonProcess) -> None:
+    stream: IO[bytes] | None = daemon.proc.stderr
+    assert stream is not None
+    with contextlib.suppress(ValueError, OSError), stream:
+        for raw in stream:
+            line = raw.decode(errors="replace")
+            daemon.stderr_lines.append(line)
+            if line.strip() == "ready":
+                daemon.ready.set()
+
+
+def start_daemon_process(
+    config: Path,
+    state: Path,
+    *,
+    ready_within: float = 60.0,
+    cwd: Path | None = None,
+    kind: type[D] = DaemonProcess,  # type: ignore[assignment]
+) -> D:
+    """Start ``harness daemon --config CONFIG --state-dir STATE`` and wait (bounded) for ``ready``;
+    ``kind`` is the :class:`DaemonProcess` subclass to return."""
+    proc = subprocess.Popen(
+        [PY, "-m", "harness", "daemon", "--config", str(config), "--state-dir", str(state)],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+        cwd=cwd,
+    )
+    daemon = kind(proc, config, state)
+    daemon.reader = threading.Thread(target=_read_stderr, args=(daemon,), daemon=True)
+    daemon.reader.start()
+    try:
+        wait_until(
+            lambda: daemon.ready.is_set() or proc.poll() is not None,
+            timeout=ready_within,
+            message="the daemon's ready line",
+        )
+        if not daemon.ready.is_set():
+            daemon.reader.join(5)
+            if not daemon.ready.is_set():
+                raise AssertionError(f"daemon exited ({proc.returncode}) before ready: {daemon.stderr_lines}")
+    except BaseException:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        daemon.close_pipes()
+        raise
+    return daemon
