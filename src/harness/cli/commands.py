@@ -57,7 +57,25 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--harness", help="only the tools this harness's policy allows")
     search.add_argument("-k", type=int, default=10, help="how many results (default 10)")
     search.add_argument("--json", action="store_true", help="a JSON array, best first")
+    _policy_parsers(sub)
     return ap
+
+
+def _policy_parsers(sub: Any) -> None:
+    """``harness policy what-if`` (src/harness/cli/proposal.py says what the file may hold)."""
+    policy = sub.add_parser("policy", help="try a proposed policy against the call log", epilog=_GLOBAL_HELP)
+    actions = policy.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    what_if = actions.add_parser(
+        "what-if",
+        help="replay the logged calls under proposed [mcp_policy.*] tables (works with the daemon stopped)",
+        epilog=_GLOBAL_HELP,
+    )
+    what_if.add_argument("--policy", required=True, metavar="FILE", help="the proposed tables (TOML)")
+    what_if.add_argument(
+        "--since", default="30d", help="a duration (90s, 15m, 2h, 7d) or an ISO-8601 time (default 30d)"
+    )
+    what_if.add_argument("--json", action="store_true", help="one JSON object")
 
 
 def _control_parsers(sub: Any) -> None:
@@ -92,7 +110,9 @@ def _control_parsers(sub: Any) -> None:
     )
     reload.add_argument("--json", action="store_true", help="one JSON object")
     doctor = sub.add_parser(
-        "doctor", help="check the configuration and the running daemon (not built yet)", epilog=_GLOBAL_HELP
+        "doctor",
+        help="check the configuration, the daemon (when running), shared upstreams, wiring and the store",
+        epilog=_GLOBAL_HELP,
     )
     doctor.add_argument("--json", action="store_true", help="one JSON object")
 
@@ -370,7 +390,17 @@ def _cmd_logs(ns: argparse.Namespace, g: Globals) -> int:
 
 
 def _cmd_doctor(ns: argparse.Namespace, g: Globals) -> int:
-    raise CliError("not built yet (see docs/architecture.md, Not built yet)")
+    from harness.cli.doctor import run_doctor
+
+    return run_doctor(g, as_json=ns.json)
+
+
+def _cmd_policy(ns: argparse.Namespace, g: Globals) -> int:
+    from pathlib import Path
+
+    from harness.cli.whatif_command import run_what_if
+
+    return run_what_if(g, Path(ns.policy), ns.since, as_json=ns.json)
 
 
 def _cmd_mcp(ns: argparse.Namespace, g: Globals) -> int:
@@ -394,4 +424,5 @@ _HANDLERS: dict[str, Handler] = {
     "describe": _cmd_describe,
     "logs": _cmd_logs,
     "doctor": _cmd_doctor,
+    "policy": _cmd_policy,
 }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.cli.common import CliError, Globals
@@ -51,19 +51,56 @@ def _read_only(config: Config, harness: str) -> bool:
     return "write" not in config.harnesses[harness].mcp_allow
 
 
+def mode_views(
+    policy: PolicyConfig,
+    config: Config,
+    catalogs: Mapping[str, Sequence[Mapping[str, Any]]],
+    *,
+    read_only: bool,
+) -> dict[str, ToolView]:
+    """The policy's view in each exposure mode."""
+    return {
+        m: build_view(policy.model_copy(update={"exposure": m}), config, catalogs, read_only=read_only)
+        for m in MODES
+    }
+
+
+def bytes_per_mode(views: Mapping[str, ToolView], top: Sequence[tuple[str, str]]) -> dict[str, int]:
+    """Bytes of tool schemas a session lists in each mode (``top``: the harness's most-called
+    (upstream, tool) pairs, best first), and the full listing before descriptions are trimmed."""
+    return {
+        "full_untrimmed": _size(list(views["full"].tools.values())),
+        "full": len(views["full"].listing_json),
+        "lazy": len(views["lazy"].listing_json),
+        "top_k": len(session_listing(views["top_k"], top)),
+    }
+
+
 def _size(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
 
 
-def print_tools(g: Globals, harness: str | None, *, as_json: bool) -> int:
-    """Print the tools (all known, or one harness's) with tiers and bytes, then bytes per mode."""
+def configured(g: Globals) -> Config:
+    """The configuration read; CliError when there is no configuration file."""
     config = load_config(g.config)
     if not config.files:
         raise CliError(_read_from(config))
+    return config
+
+
+def store_catalogs(view: StoreView) -> dict[str, list[dict[str, Any]]]:
+    """:func:`latest_catalogs`; CliError when the store has none yet."""
+    catalogs = latest_catalogs(view)
+    if not catalogs:
+        raise CliError("no tool catalogue in the store yet: start the daemon once")
+    return catalogs
+
+
+def print_tools(g: Globals, harness: str | None, *, as_json: bool) -> int:
+    """Print the tools (all known, or one harness's) with tiers and bytes, then bytes per mode."""
+    config = configured(g)
     with open_store(g.paths.db) as view:
-        catalogs = latest_catalogs(view)
-        if not catalogs:
-            raise CliError("no tool catalogue in the store yet: start the daemon once")
+        catalogs = store_catalogs(view)
         routes: Mapping[str, Route]
         tools: Mapping[str, Mapping[str, Any]]
         exposure: str | None = None
@@ -73,24 +110,11 @@ def print_tools(g: Globals, harness: str | None, *, as_json: bool) -> int:
         else:
             policy = _policy(config, harness)
             exposure = policy.exposure
-            views = {
-                m: build_view(
-                    policy.model_copy(update={"exposure": m}),
-                    config,
-                    catalogs,
-                    read_only=_read_only(config, harness),
-                )
-                for m in MODES
-            }
+            views = mode_views(policy, config, catalogs, read_only=_read_only(config, harness))
             tools, chars = views["full"].tools, policy.max_description_chars
             routes = {name: views["full"].routes[name] for name in tools}
             top = tuple((upstream, tool) for upstream, tool, _calls in view.top_tools(harness, policy.top_k))
-            modes = {
-                "full_untrimmed": _size(list(tools.values())),
-                "full": len(views["full"].listing_json),
-                "lazy": len(views["lazy"].listing_json),
-                "top_k": len(session_listing(views["top_k"], top)),
-            }
+            modes = bytes_per_mode(views, top)
     rows = [
         {
             "name": name,

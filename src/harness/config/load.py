@@ -71,7 +71,7 @@ def load_config(path: Path | None = None) -> model.Config:
         return model.empty_config()
     builder = _Builder()
     for file in files:
-        builder.add(file, _read_toml(file))
+        builder.add(file, read_toml(file))
     config = builder.build(tuple(files))
     check_project_files(config)
     return config
@@ -95,7 +95,7 @@ def check_project_files(config: model.Config) -> None:
         if project in read or not project.is_file():
             continue
         read.add(project)
-        document = _read_toml(project)
+        document = read_toml(project)
         for section, value in document.items():
             if section == "mcp_policy":
                 raise ConfigError(
@@ -113,7 +113,8 @@ def check_project_files(config: model.Config) -> None:
                 raise ConfigError(project, f"mcp.{name}", "project-scoped upstreams: not supported yet")
 
 
-def _read_toml(file: Path) -> dict[str, Any]:
+def read_toml(file: Path) -> dict[str, Any]:
+    """A TOML file's document; ConfigError naming the file when it cannot be read or parsed."""
     try:
         data = file.read_bytes()
     except OSError as exc:
@@ -159,7 +160,7 @@ class _Builder:
 
     def _add_settings(self, file: Path, raw: dict[str, Any]) -> None:
         raw = _with_paths(file, "mcp", raw, _PATH_KEYS["settings"])
-        settings = _validate(model.McpSettings, file, "mcp", raw)
+        settings = validate_table(model.McpSettings, file, "mcp", raw)
         refuse_unbuilt(file, "mcp", None, settings)
         for key in raw:
             self.settings[key] = getattr(settings, key)
@@ -175,7 +176,7 @@ class _Builder:
         raw = _with_paths(file, key, raw, _PATH_KEYS["mcp"])
         for duration in _DURATION_KEYS & raw.keys():
             raw[duration] = _duration(file, f"{key}.{duration}", raw[duration])
-        upstream = _validate(model.UpstreamConfig, file, key, _named(file, key, name, raw))
+        upstream = validate_table(model.UpstreamConfig, file, key, _named(file, key, name, raw))
         refuse_unbuilt(file, "mcp", name, upstream)
         check_upstream_references(file, upstream)
         self.upstreams[name] = upstream
@@ -187,17 +188,11 @@ class _Builder:
         self._claim(file, key)
         if section == "harness":
             raw = _with_paths(file, key, raw, _PATH_KEYS["harness"])
-            harness = _validate(model.HarnessConfig, file, key, _named(file, key, name, raw))
+            harness = validate_table(model.HarnessConfig, file, key, _named(file, key, name, raw))
             refuse_unbuilt(file, section, name, harness)
             self.harnesses[name] = harness
         else:
-            policy = _validate(model.PolicyConfig, file, key, _named(file, key, name, raw))
-            refuse_unbuilt(file, section, name, policy)
-            for field_name in ("tools", "deny"):
-                for glob in getattr(policy, field_name):
-                    if (problem := glob_problem(glob)) is not None:
-                        raise ConfigError(file, f"{key}.{field_name}", f"{glob!r}: {problem}")
-            self.policies[name] = policy
+            self.policies[name] = policy_table(file, name, raw)
 
     def _claim(self, file: Path, key: str) -> None:
         first = self.origin.setdefault(key, file)
@@ -231,6 +226,19 @@ class _Builder:
             harnesses=self.harnesses,
             files=files,
         )
+
+
+def policy_table(file: Path, name: str, raw: dict[str, Any]) -> model.PolicyConfig:
+    """One ``[mcp_policy.NAME]`` table of ``file`` as the loader reads it (keys, values, unbuilt keys,
+    globs); ConfigError if bad. Its ``servers`` are checked against the upstreams by the caller."""
+    key = f"mcp_policy.{name}"
+    policy = validate_table(model.PolicyConfig, file, key, _named(file, key, name, raw))
+    refuse_unbuilt(file, "mcp_policy", name, policy)
+    for field_name in ("tools", "deny"):
+        for glob in getattr(policy, field_name):
+            if (problem := glob_problem(glob)) is not None:
+                raise ConfigError(file, f"{key}.{field_name}", f"{glob!r}: {problem}")
+    return policy
 
 
 def glob_problem(glob: str) -> str | None:
@@ -287,7 +295,8 @@ def _duration(file: Path, key: str, value: object) -> float:
         raise ConfigError(file, key, str(exc)) from None
 
 
-def _validate(model: type[M], file: Path, key: str, raw: dict[str, Any]) -> M:
+def validate_table(model: type[M], file: Path, key: str, raw: dict[str, Any]) -> M:
+    """``raw`` as ``model``; ConfigError naming ``file``, the dotted key under ``key`` and the reason."""
     try:
         return model.model_validate(raw)
     except ValidationError as exc:

@@ -1,0 +1,326 @@
+"""``harness doctor``: the configuration, the daemon (when it answers), the shared upstreams, each
+harness's wiring, the endpoints and the store. Each finding is ``ok``, a ``note`` or a ``problem``;
+any problem makes the exit code 1. Works with the daemon stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from harness.cli.common import CliError, Globals, control_request
+from harness.config import (
+    Config,
+    ConfigError,
+    HarnessConfig,
+    default_config_path,
+    load_config,
+    parse_env_file,
+)
+from harness.config.model import loopback_address
+from harness.gateway.processes import minimal_env
+from harness.gateway.state_dir import MAX_SOCKET_PATH, StatePaths
+
+Status = Literal["ok", "note", "problem"]
+WIRED_ADAPTERS = frozenset({"generic"})
+"""Adapters whose client the daemon can wire: ``generic`` gets the gateway through its environment
+(``HARNESS_MCP_TOKEN``, ``HARNESS_SOCKET``) and launches ``harness mcp`` itself."""
+SECTIONS = ("configuration", "daemon", "shared upstreams", "harnesses", "endpoints", "store")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of the report."""
+
+    section: str
+    status: Status
+    text: str
+
+
+@dataclass
+class Report:
+    """Everything ``doctor`` found, in order."""
+
+    findings: list[Finding] = field(default_factory=list)
+    shared_upstreams: list[dict[str, Any]] = field(default_factory=list)
+    store: dict[str, Any] = field(default_factory=dict)
+    daemon: dict[str, Any] | None = None
+
+    def add(self, section: str, status: Status, text: str) -> None:
+        """Record one finding."""
+        self.findings.append(Finding(section, status, text))
+
+    @property
+    def problems(self) -> list[str]:
+        """The problems' texts."""
+        return [f.text for f in self.findings if f.status == "problem"]
+
+
+def run_doctor(g: Globals, *, as_json: bool) -> int:
+    """Check everything, print the report; 0 when nothing is wrong, else 1."""
+    report = examine(g)
+    if as_json:
+        out = {"ok": not report.problems, "problems": report.problems, **asdict(report)}
+        print(json.dumps(out, ensure_ascii=False))
+    else:
+        print_report(report)
+    return 1 if report.problems else 0
+
+
+def examine(g: Globals) -> Report:
+    """The report for the configuration ``g`` names and the state dir ``g`` names."""
+    report = Report()
+    config = _configuration(report, g.config)
+    report.daemon = _daemon(report, g.paths, config)
+    if config is not None:
+        _shared(report, config)
+        _harnesses(report, config)
+    _endpoints(report, g.paths, config, running=report.daemon is not None)
+    _store(report, g.paths, config)
+    return report
+
+
+def _configuration(report: Report, path: Path | None) -> Config | None:
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        hints = [] if (line := key_line(Path(exc.file), exc.key)) is None else [f"line {line}"]
+        if re.fullmatch(r"harness\..+\.harness", exc.key) and exc.reason == "not supported yet":
+            hints.append("only the generic adapter is built: claude-code, codex and crush are not wired yet")
+        report.add("configuration", "problem", str(exc) + (f" ({'; '.join(hints)})" if hints else ""))
+        return None
+    if not config.files:
+        report.add("configuration", "problem", f"no configuration file (looked for {default_config_path()})")
+        return None
+    counts = (len(config.upstreams), len(config.policies), len(config.harnesses))
+    files = ", ".join(map(str, config.files))
+    report.add("configuration", "ok", "{}: {} upstreams, {} policies, {} harnesses".format(files, *counts))
+    return config
+
+
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+
+
+def key_line(file: Path, key: str) -> int | None:
+    """Best effort: the line of ``file`` that sets the dotted ``key`` (else its table's header)."""
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    parts = re.sub(r"\[\d+\]", "", key).split(".")
+    headers: dict[str, int] = {}
+    for number, line in enumerate(lines, 1):
+        if (match := _HEADER.match(line)) is not None:
+            headers.setdefault(match.group(1).replace('"', "").replace(" ", ""), number)
+    for cut in range(len(parts), 0, -1):
+        start = headers.get(".".join(parts[:cut]))
+        if start is None:
+            continue
+        if cut == len(parts):
+            return start
+        setting = re.compile(rf'^\s*"?{re.escape(parts[cut])}"?\s*=')
+        for number in range(start + 1, len(lines) + 1):
+            if _HEADER.match(lines[number - 1]):
+                break
+            if setting.match(lines[number - 1]):
+                return number
+        return start
+    return None
+
+
+def _accepts(path: Path) -> str | None:
+    """None when something accepts connections on the socket, else why not."""
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        return f"the path is longer than {MAX_SOCKET_PATH} bytes"
+    if not path.exists():
+        return "no socket there"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(5.0)
+        try:
+            sock.connect(str(path))
+        except OSError as exc:
+            return f"a stale socket ({exc.strerror or exc})"
+    return None
+
+
+def _daemon(report: Report, paths: StatePaths, config: Config | None) -> dict[str, Any] | None:
+    why = _accepts(paths.socket)
+    if why is not None:
+        report.add("daemon", "note", f"not running ({paths.socket}: {why}); the other checks go on")
+        return None
+    try:
+        status: dict[str, Any] = control_request(paths, "status", timeout=10.0)
+    except CliError as exc:
+        report.add("daemon", "problem", f"the daemon did not answer `status`: {exc}")
+        return None
+    report.add(
+        "daemon",
+        "ok",
+        f"running: pid {status['pid']}, version {status['version']}, {status['sessions']} sessions",
+    )
+    upstreams: dict[str, dict[str, Any]] = status.get("upstreams", {})
+    for name, u in upstreams.items():
+        text = f"upstream {name}: {u['state']}, breaker {u['breaker']}, {u['tools']} tools"
+        if u["state"] != "up" or u["breaker"] != "closed":
+            report.add("daemon", "problem", f"{text} (`harness logs {name}` shows its stderr)")
+        else:
+            report.add("daemon", "ok", text)
+    if config is not None and set(upstreams) != set(config.upstreams):
+        report.add(
+            "daemon",
+            "problem",
+            "the daemon's upstreams differ from the configuration's "
+            f"({', '.join(sorted(upstreams)) or 'none'} vs {', '.join(sorted(config.upstreams)) or 'none'}): "
+            "`harness reload` applies the file",
+        )
+    for name, state in status.get("harnesses", {}).items():
+        report.add("daemon", "ok" if state == "running" else "note", f"harness {name}: {state}")
+    return status
+
+
+def _shared(report: Report, config: Config) -> None:
+    for name, upstream in config.upstreams.items():
+        if not upstream.shared:
+            continue
+        reached = [h for h in config.harnesses if (p := config.policy_for(h)) and name in p.servers]
+        report.shared_upstreams.append({"upstream": name, "reached_by": reached})
+        who = ", ".join(reached) if reached else "no harness's policy reaches it"
+        report.add("shared upstreams", "note", f"{name}: shared = true, one instance for every caller: {who}")
+    if not config.upstreams:
+        report.add("shared upstreams", "note", "no upstreams configured")
+
+
+def _harnesses(report: Report, config: Config) -> None:
+    if not config.harnesses:
+        report.add("harnesses", "note", "no harnesses configured")
+    for name, harness in config.harnesses.items():
+        for status, text in _wiring(config, harness):
+            report.add("harnesses", status, f"{name}: {text}")
+
+
+def _wiring(config: Config, harness: HarnessConfig) -> Iterator[tuple[Status, str]]:
+    if harness.harness in WIRED_ADAPTERS:
+        yield "ok", f"adapter {harness.harness}: wired through HARNESS_MCP_TOKEN and HARNESS_SOCKET"
+    else:
+        yield "problem", f"adapter {harness.harness}: its client is not wired automatically yet"
+    own: dict[str, str] = {}
+    if harness.env_file is not None:
+        try:
+            own = parse_env_file(harness.env_file)
+        except ConfigError as exc:
+            yield "problem", f"env_file: {exc}"
+        else:
+            yield "ok", f"env_file {harness.env_file} readable ({len(own)} variables)"
+    workdir = harness.workdir or config.files[0].parent
+    if workdir.is_dir():
+        yield "ok", f"workdir {workdir}" + ("" if harness.workdir else " (the configuration's folder)")
+    else:
+        yield "problem", f"workdir {workdir} is not a folder"
+    if not harness.argv:
+        yield "note", "no argv: never spawned (autostart = false)"
+        return
+    found = _resolve(harness.argv[0], workdir, own)
+    if found is None:
+        yield "problem", f"argv[0] {harness.argv[0]!r} is not an executable on the PATH it gets"
+    else:
+        yield "ok", f"argv[0] {harness.argv[0]} -> {found}"
+
+
+def _resolve(argv0: str, workdir: Path, own: dict[str, str]) -> str | None:
+    """Where the spawner's exec would find ``argv0``: on the PATH the harness gets, or, with a
+    slash, relative to its workdir."""
+    from harness.gateway.harnesses.spawner import harness_bin_dir
+
+    if "/" in argv0:
+        path = workdir / Path(argv0).expanduser()
+        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    return shutil.which(argv0, path=minimal_env(own, path_first=harness_bin_dir()).get("PATH", ""))
+
+
+def _endpoints(report: Report, paths: StatePaths, config: Config | None, *, running: bool) -> None:
+    why = _accepts(paths.socket)
+    if why is None:
+        report.add("endpoints", "ok", f"control socket {paths.socket} accepts connections")
+    elif len(os.fsencode(paths.socket)) > MAX_SOCKET_PATH:
+        report.add("endpoints", "problem", f"control socket {paths.socket}: {why}: use a shorter --state-dir")
+    else:
+        report.add("endpoints", "note", f"control socket {paths.socket}: {why}")
+    if config is None:
+        return
+    listen = config.mcp.metrics_listen
+    if not listen:
+        report.add("endpoints", "note", "[mcp] metrics_listen: off")
+    elif not running:
+        report.add(
+            "endpoints", "note", f"[mcp] metrics_listen {listen}: not checked (the daemon is not running)"
+        )
+    else:
+        try:
+            with socket.create_connection(loopback_address(listen), timeout=5.0):
+                pass
+        except OSError as exc:
+            report.add("endpoints", "problem", f"[mcp] metrics_listen {listen}: {exc.strerror or exc}")
+        else:
+            report.add("endpoints", "ok", f"[mcp] metrics_listen {listen}: accepts (/metrics)")
+    report.add("endpoints", "note", "[mcp] listen (Streamable HTTP): not built yet")
+
+
+def _store(report: Report, paths: StatePaths, config: Config | None) -> None:
+    import apsw
+
+    from harness.projections import iso_ms
+    from harness.reading import open_store
+    from harness.store import StoreError
+
+    days = config.mcp.call_log_days if config is not None else None
+    report.store = {"path": str(paths.db), "call_log_days": days}
+    if not paths.db.exists():
+        report.add("store", "note", f"{paths.db}: no store yet (the daemon creates it)")
+        return
+    wal = paths.db.with_name(paths.db.name + "-wal")
+    sizes = {"db_bytes": paths.db.stat().st_size, "wal_bytes": wal.stat().st_size if wal.exists() else 0}
+    try:
+        with open_store(paths.db) as view:
+            oldest, events = view.conn.execute("SELECT min(ts), count(*) FROM events").get
+            calls = view.conn.execute("SELECT count(*) FROM call_log").get
+    except (StoreError, OSError, apsw.Error) as exc:
+        report.add("store", "problem", str(exc))
+        return
+    report.store |= {
+        **sizes,
+        "events": events,
+        "calls": calls,
+        "oldest_event": iso_ms(oldest) if oldest else None,
+    }
+    size = sizes["db_bytes"] + sizes["wal_bytes"]
+    kept = f"call_log_days = {days}" if days is not None else "call_log_days unknown (no configuration)"
+    since = f", oldest event {report.store['oldest_event']}" if oldest else ""
+    report.add(
+        "store",
+        "ok",
+        f"{paths.db}: {size:,} bytes with -wal, {events:,} events, {calls:,} calls{since}; {kept}",
+    )
+
+
+def print_report(report: Report) -> None:
+    """Findings by section, then the problems (or that there are none)."""
+    for section in SECTIONS:
+        findings = [f for f in report.findings if f.section == section]
+        if findings:
+            print(section)
+            for f in findings:
+                print(f"  {f.status:<8} {f.text}")
+    problems = report.problems
+    print()
+    if not problems:
+        print("no problems found")
+        return
+    print(f"{len(problems)} problem{'s' if len(problems) != 1 else ''}:")
+    for text in problems:
+        print(f"  - {text}")
