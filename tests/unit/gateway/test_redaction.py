@@ -57,12 +57,17 @@ def test_args_hash_is_sha256_of_the_canonical_json():
 
 def test_the_marker_pre_check_never_skips_text_a_pattern_would_redact():
     from harness.gateway.evidence.redaction import (
-        _SECRET_KEY,
-        _SECRET_VALUE,
-        _URL_CREDENTIALS,
+        _ASSIGNED_MARKERS,
+        _MARKERS,
+        _PATTERNS,
         may_hold_secret,
+        redact_text,
+        secret_key,
     )
 
+    for markers, _pattern in _PATTERNS:
+        assert any(any(m in marker for m in _MARKERS) for marker in markers), markers
+    assert all(any(m in marker for m in _MARKERS) for marker in _ASSIGNED_MARKERS)
     samples = [
         *SECRETS,
         "https://u:p@h/x",
@@ -70,7 +75,10 @@ def test_the_marker_pre_check_never_skips_text_a_pattern_would_redact():
         "Bearer abcdefghij",
         "-----BEGIN RSA PRIVATE KEY-----",
     ]
-    samples += [
+    for text in samples:
+        assert redact_text(text) != text, text
+        assert may_hold_secret(text), text
+    for key in [
         "session_key",
         "client-secret",
         "Private-Key",
@@ -78,9 +86,7 @@ def test_the_marker_pre_check_never_skips_text_a_pattern_would_redact():
         "Cookie",
         "Authorization",
         "apikey",
-    ]
-    for text in samples:
-        matched = _SECRET_VALUE.search(text) or _URL_CREDENTIALS.search(text) or _SECRET_KEY.search(text)
-        assert matched, text
-        assert may_hold_secret(text), text
+    ]:
+        assert secret_key(key), key
+        assert may_hold_secret(key), key
     assert not may_hold_secret('{"text":"hello world","n":3}')
