@@ -295,14 +295,12 @@ def _tools_search(ns: argparse.Namespace, g: Globals) -> int:
     return 0
 
 
-def _cmd_restart(ns: argparse.Namespace, g: Globals) -> int:
+def _lifecycle(ns: argparse.Namespace, g: Globals, command: str, say: Callable[[dict[str, Any]], str]) -> int:
+    """``restart``/``start``/``stop NAME`` over the control socket; ``say`` words the answer."""
     from harness.cli.common import control_request
 
-    result = control_request(g.paths, "restart", {"name": ns.name}, timeout=60.0)
-    if ns.json:
-        print(json.dumps(result))
-        return 0
-    print(f"restarted {result['kind']} {result['restarted']}{_pid(result)}")
+    result = control_request(g.paths, command, {"name": ns.name}, timeout=60.0)
+    print(json.dumps(result) if ns.json else say(result))
     return 0
 
 
@@ -310,26 +308,18 @@ def _pid(result: dict[str, Any]) -> str:
     return f" (pid {result['pid']})" if result.get("pid") else ""
 
 
-def _cmd_start(ns: argparse.Namespace, g: Globals) -> int:
-    from harness.cli.common import control_request
+def _cmd_restart(ns: argparse.Namespace, g: Globals) -> int:
+    return _lifecycle(ns, g, "restart", lambda r: f"restarted {r['kind']} {r['restarted']}{_pid(r)}")
 
-    result = control_request(g.paths, "start", {"name": ns.name}, timeout=60.0)
-    if ns.json:
-        print(json.dumps(result))
-        return 0
-    print(f"started harness {result['started']} (pid {result['pid']}, run {result['run_id']})")
-    return 0
+
+def _cmd_start(ns: argparse.Namespace, g: Globals) -> int:
+    return _lifecycle(
+        ns, g, "start", lambda r: f"started harness {r['started']} (pid {r['pid']}, run {r['run_id']})"
+    )
 
 
 def _cmd_stop(ns: argparse.Namespace, g: Globals) -> int:
-    from harness.cli.common import control_request
-
-    result = control_request(g.paths, "stop", {"name": ns.name}, timeout=60.0)
-    if ns.json:
-        print(json.dumps(result))
-        return 0
-    print(f"stopped harness {result['stopped']}{_pid(result)}")
-    return 0
+    return _lifecycle(ns, g, "stop", lambda r: f"stopped harness {r['stopped']}{_pid(r)}")
 
 
 def _cmd_status(ns: argparse.Namespace, g: Globals) -> int:
