@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import apsw
+import pytest
 from daemon_support import PY, Daemon, env_dumper, faulty, running, toml_list, wait_for
 
 AGENT = Path(__file__).with_name("control_agent.py")
@@ -54,6 +55,7 @@ def _upstream_pid(daemon: Daemon) -> int:
     return json.loads(daemon.cli("status", "--json").stdout)["upstreams"]["up"]["pid"]
 
 
+@pytest.mark.slow  # about 8 s of CLI round trips
 def test_a_read_only_harness_cannot_restart_stop_or_start_anything_and_the_operator_still_can(tmp_path):
     state = tmp_path / "state"
     writes = {

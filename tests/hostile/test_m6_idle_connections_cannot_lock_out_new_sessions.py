@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from daemon_support import PY, RawSession, env_dumper, faulty, harness_env, running, toml_list, wait_for
 
 HOLD_ALL = """
@@ -45,6 +46,7 @@ def _stderr_bytes(lines: list[str]) -> int:
     return sum(len(line.encode()) for line in list(lines))
 
 
+@pytest.mark.slow  # waits out the 5 s preamble deadline
 def test_a_connection_that_never_completes_its_preamble_is_closed_after_5_s(tmp_path):
     with running(tmp_path, _config(tmp_path / "agent.env")) as daemon, socket.socket(socket.AF_UNIX) as sock:
         sock.settimeout(15)

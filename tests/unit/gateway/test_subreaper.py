@@ -30,10 +30,10 @@ def test_an_orphan_of_a_subreaper_is_re_parented_to_it_not_to_init():
     try:
         if (child := os.fork()) == 0:
             os.setsid()
+            parent = os.getpid()
             if os.fork() == 0:  # the grandchild: wait until its parent is gone, then say who adopted it
-                first = os.getppid()
                 deadline = time.monotonic() + 10
-                while os.getppid() == first and time.monotonic() < deadline:
+                while os.getppid() == parent and time.monotonic() < deadline:
                     time.sleep(0.01)
                 os.write(write, f"{os.getpid()} {os.getppid()}".encode())
                 os._exit(0)
