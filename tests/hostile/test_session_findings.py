@@ -298,3 +298,46 @@ def test_m10_a_read_only_harness_is_not_listed_write_tools_but_calling_one_names
     view = _tiered_view(read_only=True)
     assert [t["name"] for t in json.loads(view.listing_json)] == ["everything__echo"]
     assert view.resolve("everything__write-file") is not None  # still refused as a write tool
+
+
+# ---------------------------------------------------------------- found by the fuzzer (bench/fuzz.py)
+
+
+@pytest.mark.parametrize("depth", [129, 1000, 100_000])
+def test_fuzz_deep_nesting_is_a_parse_error_never_a_dropped_connection(depth):
+    # Before: a RecursionError escaped the parser and asyncio closed the whole connection.
+    line = ("[" * depth + "]" * depth).encode()
+    with pytest.raises(jsonrpc.NotJSON, match="nested deeper than 128 levels"):
+        jsonrpc.parse(line)
+
+
+def test_fuzz_a_call_nested_too_deep_is_answered_with_its_id_and_recorded():
+    session, sent, events = session_for()
+    deep = "[" * 500 + "]" * 500
+    line = (
+        '{"jsonrpc":"2.0","id":"d","method":"tools/call","params":{"name":"x__y","arguments":{"a":'
+        + deep
+        + "}}}"
+    ).encode()
+    with pytest.raises(jsonrpc.NotJSON) as refused:
+        jsonrpc.parse(line)
+    session.refuse_unparsable(line, refused.value.reason)
+    assert sent[0]["id"] == "d" and "nested deeper" in sent[0]["error"]["message"]
+    (row,) = calls(events)
+    assert (row.outcome, row.error_reason) == ("denied", "invalid_request")
+
+
+def test_fuzz_nesting_up_to_the_limit_and_wide_messages_parse():
+    assert jsonrpc.parse(("[" * 128 + "]" * 128).encode()) is not None
+    wide = json.dumps({"items": [{"a": [1]} for _ in range(5000)]}).encode()
+    assert len(jsonrpc.parse(wide)["items"]) == 5000
+
+
+@pytest.mark.parametrize("request_id", [[1], {"a": 1}, True, 1.0, None])
+def test_fuzz_a_cancel_naming_no_valid_id_is_ignored(request_id):
+    # Before: a list requestId raised TypeError (unhashable) inside the session; true cancelled id 1.
+    session, sent, _ = session_for()
+    session.handle(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}}
+    )
+    assert sent == []

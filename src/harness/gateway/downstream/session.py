@@ -162,7 +162,10 @@ class DownstreamSession:
 
     def _notification(self, method: str, params: Any) -> None:
         if method == "notifications/cancelled" and isinstance(params, dict):
-            entry = self.calls.get(params.get("requestId"))
+            request_id = params.get("requestId")
+            if not isinstance(request_id, int | str) or isinstance(request_id, bool):  # not an id: true == 1
+                return
+            entry = self.calls.get(request_id)
             if entry is not None:
                 link, call = entry
                 link.cancel_call(call.upstream_id, "cancelled by the client")

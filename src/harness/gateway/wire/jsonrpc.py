@@ -65,20 +65,45 @@ def _no_constants(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_no_constants)
+MAX_DEPTH = 128
+"""Arrays and objects nested deeper than this are refused: no MCP message needs it, and every layer
+after the parser (redaction, encoding, the store) may then walk a message recursively."""
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels"
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests arrays/objects more than ``limit`` levels (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def parse(line: bytes) -> Any:
-    """One line as strict JSON: UTF-8, no NaN/Infinity. Raises :class:`NotJSON` with the reason."""
+    """One line as strict JSON: UTF-8, no NaN/Infinity, nested at most :data:`MAX_DEPTH` levels.
+    Raises :class:`NotJSON` with the reason."""
     try:
         text = line.decode()
     except UnicodeDecodeError:
         raise NotJSON("the line is not valid UTF-8") from None
     try:
-        return _DECODER.decode(text)
+        value = _DECODER.decode(text)
     except NotJSON:
         raise
+    except RecursionError:
+        raise NotJSON(_TOO_DEEP) from None
     except ValueError as exc:
         raise NotJSON(f"not JSON ({exc.args[0].split(':')[0] if exc.args else 'syntax error'})") from None
+    # Only a line with more brackets than the limit can be too deep: the walk is skipped otherwise.
+    if line.count(b"[") + line.count(b"{") > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+        raise NotJSON(_TOO_DEEP)
+    return value
 
 
 def lenient_id(line: bytes) -> tuple[Any, Any]:
