@@ -147,3 +147,23 @@ def test_m16_a_bridge_with_an_exited_harness_token_is_unattributed_and_told_why(
 
 
 __all__ = ["Path", "env_dumper"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["calls", "--limit", "0"],
+        ["calls", "--limit", "-3"],
+        ["calls", "--since", "yesterday"],
+        ["replay", "--to", "x.db", "--since", "last week"],
+        ["tools", "search", ""],
+        ["tools", "search", "files", "-k", "0"],
+    ],
+)
+def test_m12_usage_errors_exit_2_with_one_line_and_read_nothing(tmp_path, capsys, argv):
+    from harness.main import main
+
+    # No store exists in tmp_path: a usage error must be reported before anything is opened.
+    assert main([*argv, "--state-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"harness {argv[0]}: ") and "store" not in err[0]

@@ -203,7 +203,7 @@ def _cmd_calls(ns: argparse.Namespace, g: Globals) -> int:
 
     since = iso_z(parse_since(ns.since)) if ns.since else None
     if ns.limit is not None and ns.limit < 1:
-        raise CliError("--limit must be at least 1")
+        raise UsageError("--limit must be at least 1")
     view = open_store(g.paths.db)
     show: Callable[[dict[str, Any]], str] = call_json if ns.json else format_call
     rows = view.calls(harness=ns.harness, since=since, limit=ns.limit)
@@ -262,7 +262,9 @@ def _tools_search(ns: argparse.Namespace, g: Globals) -> int:
 
     query = " ".join(ns.query)
     if ns.k < 1:
-        raise CliError("-k must be at least 1")
+        raise UsageError("-k must be at least 1")
+    if not query.strip():
+        raise UsageError("no query: give words to search for")
     allowed: set[str] | None = None
     with open_store(g.paths.db) as view:
         if ns.harness is not None:
@@ -287,7 +289,7 @@ def _tools_search(ns: argparse.Namespace, g: Globals) -> int:
         )
         return 0
     if not hits:
-        print("no matching tools" if query.strip() else "no query: give words to search for")
+        print("no matching tools")
         return 0
     for h in hits:
         first = h.description.strip().split("\n", 1)[0]

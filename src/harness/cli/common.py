@@ -69,7 +69,7 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise CliError(
+        raise UsageError(
             f"--since {text!r}: expected a duration like 90s, 15m, 2h, 7d or an ISO-8601 time"
         ) from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)

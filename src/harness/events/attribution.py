@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -21,8 +21,15 @@ class Attribution:
     config_hash: str | None = None
 
     def fields(self) -> dict[str, Any]:
-        """The fields by name, as events and call-log rows spell them."""
-        return asdict(self)
+        """The fields by name, as events and call-log rows spell them (spelled out: ``asdict``
+        deep-copies and costs a call on the hot path ~6 us)."""
+        return {
+            "harness": self.harness,
+            "run_id": self.run_id,
+            "adapter": self.adapter,
+            "model": self.model,
+            "config_hash": self.config_hash,
+        }
 
 
 UNATTRIBUTED = Attribution()
