@@ -10,7 +10,17 @@ from pathlib import Path
 
 import apsw
 import pytest
-from daemon_support import PY, Daemon, env_dumper, faulty, running, toml_list, wait_for
+from daemon_support import (
+    PY,
+    Daemon,
+    RawSession,
+    env_dumper,
+    faulty,
+    harness_env,
+    running,
+    toml_list,
+    wait_for,
+)
 
 AGENT = Path(__file__).with_name("control_agent.py")
 
@@ -110,3 +120,40 @@ def test_a_harness_allowed_write_may_restart_a_sibling_but_not_reload_the_config
         assert results["start-idle"]["rc"] == 0, results["start-idle"]
         assert results["reload"]["rc"] == 1 and "reserved to the operator" in results["reload"]["stderr"]
         assert _rows(daemon)["idle"]["state"] == "running"
+
+
+FACADE_WRITES = ("harness_restart", "harness_stop", "harness_start")
+
+
+@pytest.mark.parametrize("exposure", ["full", "lazy"])
+def test_a_read_only_harness_cannot_restart_stop_or_start_through_its_mcp_session(tmp_path, exposure):
+    """The other path a harness can reach: its own MCP session. The facade's write tools are
+    neither listed nor callable (directly or through ``call_tool``), and nothing is restarted."""
+    config = (
+        f'[mcp.up]\nargv = {toml_list(faulty())}\n\n[mcp_policy.p]\nservers = ["up"]\nexposure = "{exposure}"\n\n'
+        f'[harness.live]\nargv = {toml_list(env_dumper(tmp_path / "live.env"))}\nmcp_policy = "p"\n\n'
+        f'[harness.reader]\nargv = {toml_list(env_dumper(tmp_path / "reader.env"))}\nmcp_policy = "p"\n'
+        'mcp_allow = ["read"]\n'
+    )
+    with running(tmp_path, config) as daemon:
+        live_run = json.loads(wait_for(lambda: _read(tmp_path / "live.env"), 30))["HARNESS_RUN_ID"]
+        up_pid = _upstream_pid(daemon)
+        session = RawSession(harness_env(tmp_path / "reader.env"))
+        try:
+            session.initialize()
+            listed = {t["name"] for t in session.request(1, "tools/list")["result"]["tools"]}
+            assert not listed & set(FACADE_WRITES)
+            for n, name in enumerate(FACADE_WRITES, start=2):
+                for params in (
+                    {"name": name, "arguments": {"name": "live"}},
+                    {"name": "call_tool", "arguments": {"name": name, "arguments": {"name": "live"}}},
+                ):
+                    answer = session.request(n * 10 + len(params["arguments"]), "tools/call", params)
+                    refused = answer.get("error") or answer["result"]
+                    assert "error" in answer or refused.get("isError"), answer
+        finally:
+            session.close()
+        assert _rows(daemon)["live"]["run_id"] == live_run and _rows(daemon)["live"]["state"] == "running"
+        assert _upstream_pid(daemon) == up_pid and _upstream_starts(daemon) == 1
+        denied = [c for c in daemon.calls() if c["harness"] == "reader"]
+        assert len(denied) == 6 and {c["outcome"] for c in denied} == {"denied"}
