@@ -33,6 +33,7 @@ def generated_store(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow  # ~5 s: a Jupyter kernel runs the whole notebook
 def test_the_call_log_notebook_runs_and_its_checks_hold(tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
