@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.cli.common import CliError, Globals, UsageError, globals_from, iso_z, parse_since
+from harness.cli.common import Globals, UsageError, globals_from, iso_z, parse_since
 from harness.cli.formatting import call_json, format_call
 
 _GLOBAL_HELP = "--config FILE, --state-dir DIR and --debug are accepted anywhere on the command line."
