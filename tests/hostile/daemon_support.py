@@ -19,6 +19,8 @@ from typing import IO, Any
 
 import psutil
 
+from harness.testing.children import end_child
+
 PY = sys.executable
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -170,17 +172,7 @@ class RawSession:
         assert answer["result"]["protocolVersion"] == version
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
+        end_child(self.proc)
 
 
 def harness_env(dump: Path) -> dict[str, str]:

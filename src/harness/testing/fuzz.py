@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.testing.children import end_child
+
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 METHODS = (
     "tools/call",
@@ -486,16 +488,7 @@ class Sibling:
         """Stop calling, close the bridge, return what it saw."""
         self.stop.set()
         self.thread.join(30)
-        with contextlib.suppress(OSError):
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+        end_child(self.proc)
         return self.stats
 
 
@@ -504,13 +497,18 @@ class FuzzResult:
     """Counts of one fuzz run (a clean run: no hang, no dropped session, answers owed all given)."""
 
     messages: int = 0
+    """Hostile messages written (probes not counted)."""
     bytes_sent: int = 0
     owed_answers: int = 0
+    """Well-formed requests with an int/string id, and refused calls a lenient reading finds."""
     answered: int = 0
     calls_sent: int = 0
+    """The ``tools/call`` among the owed answers: each must leave exactly one call-log row."""
     sessions: int = 0
     session_drops: int = 0
+    """Sessions the daemon closed (it never should: every bad line costs one answer at most)."""
     hangs: list[str] = field(default_factory=list)
+    """What went unanswered, or why a session could not go on."""
     not_json_answers: int = 0
     seconds: float = 0.0
 
