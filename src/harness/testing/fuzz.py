@@ -492,7 +492,7 @@ class Sibling:
         return self.stats
 
 
-@dataclass
+@dataclass(slots=True)
 class FuzzResult:
     """Counts of one fuzz run (a clean run: no hang, no dropped session, answers owed all given)."""
 
