@@ -67,3 +67,15 @@ JWT, PEM, bearer/basic headers, URLs with credentials, and NAME=value assignment
 
 SECRET_NAMED_KEYS: tuple[str, ...] = ("password", "api_key", "client_secret", "X-Api-Key", "refresh_token")
 """Keys whose value is replaced whatever it looks like (a high-entropy value under such a key)."""
+
+
+def secret_part(secret: str) -> str:
+    """What of a sample must not survive redaction: the credential, not the words around it."""
+    for lead in ("Bearer ", "Basic ", "=", "is "):
+        if lead in secret and not secret.endswith("="):
+            return secret.rsplit(lead, 1)[1]
+    if "Basic " in secret:
+        return secret.rsplit("Basic ", 1)[1]
+    if "://" in secret:
+        return secret.split("://", 1)[1].split("@", 1)[0].split(":", 1)[1]
+    return secret.splitlines()[1] if secret.startswith("-----") else secret

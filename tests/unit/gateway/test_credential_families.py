@@ -11,7 +11,7 @@ import urllib.parse
 import pytest
 
 from harness.gateway.evidence.redaction import REDACTED, canonical_json, redacted_args
-from harness.testing.credentials import CREDENTIAL_FAMILIES, SECRET_NAMED_KEYS
+from harness.testing.credentials import CREDENTIAL_FAMILIES, SECRET_NAMED_KEYS, secret_part
 
 ENCODINGS = {
     "plain": lambda s: s,
@@ -22,16 +22,6 @@ ENCODINGS = {
 }
 SECRETS = [(family, secret) for family, f in CREDENTIAL_FAMILIES.items() for secret in f.secrets]
 NEAR_MISSES = [(family, text) for family, f in CREDENTIAL_FAMILIES.items() for text in f.near_misses]
-
-
-def secret_part(secret: str) -> str:
-    """What must not survive: the credential itself, not the words around it."""
-    for lead in ("Bearer ", "Basic ", "=", "is "):
-        if lead in secret:
-            return secret.rsplit(lead, 1)[1]
-    if "://" in secret:
-        return secret.split("://", 1)[1].split("@", 1)[0].split(":", 1)[1]
-    return secret.splitlines()[1] if secret.startswith("-----") else secret
 
 
 def nested(value, rng: random.Random, as_key: bool):
