@@ -12,7 +12,7 @@ import pytest
 from daemon_support import RawSession, env_dumper, faulty, harness_env, running, toml_list
 from prometheus_client.parser import text_string_to_metric_families
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]  # a real daemon, ~3 s
 
 TOOLS = 1000
 

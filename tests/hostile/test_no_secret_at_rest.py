@@ -14,7 +14,7 @@ from daemon_support import RawSession, env_dumper, faulty, harness_env, running,
 
 from harness.testing.credentials import CREDENTIAL_FAMILIES, secret_part
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]  # a real daemon, ~3 s
 
 ENV_VALUES = ("Zq-UPSTREAM-SECRET-4711-kV9", "8f1c2e7d-db-password-Qx3")
 
