@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -141,7 +141,12 @@ class ControlPlane:
             "upstreams": {name: self._upstream_row(up) for name, up in sorted(fleet.upstreams.items())},
             "harnesses": {name: self._harness_state(name)[0] for name in sorted(fleet.config.harnesses)},
             "sessions": sum(1 for _ in fleet.sessions),
+            "sessions_per_harness": dict(Counter(s.identity.harness or "" for s in fleet.sessions)),
         }
+
+    async def status(self) -> dict[str, Any]:
+        """The ``status`` answer, for the daemon's own readers (the status page)."""
+        return await self._status({})
 
     async def _describe(self, args: dict[str, Any]) -> dict[str, Any]:
         """A harness's table, state and sessions; else an upstream's state, breaker and tools."""

@@ -54,6 +54,7 @@ from harness.gateway.evidence.metrics import (
     follow_upstream_events,
 )
 from harness.gateway.evidence.recording import CallRecorder
+from harness.gateway.evidence.status_source import StatusPage
 from harness.gateway.harnesses.spawner import HarnessSpawner
 from harness.gateway.processes import BoundedLog
 from harness.gateway.state_dir import DaemonLock, StatePaths
@@ -97,7 +98,7 @@ class Daemon:
         self._reloading = asyncio.Lock()
         self._upstream_actors: dict[str, tuple[Any, ...]] = {}
         self.control = ControlPlane(self)
-        self._metrics = MetricsListener()
+        self._metrics = MetricsListener(StatusPage(lambda: self._loop, self.control.status, self.paths.db))
 
     # ---------------------------------------------------------------- events
 

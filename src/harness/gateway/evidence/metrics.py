@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 
 from harness.events import CircuitClosed, CircuitOpened, Event, UpstreamStateChanged
 
@@ -67,12 +77,50 @@ def tool_label(upstream: str, tool: str) -> str:
     return "__other__"
 
 
-class MetricsListener:
-    """Serves /metrics (Prometheus text) on a loopback address from a thread; can move or stop."""
+class _Routes(BaseHTTPRequestHandler):
+    """``/metrics``: the Prometheus text; ``/``: the status page, when the listener has one."""
 
-    def __init__(self) -> None:
+    server: _Server
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path == "/metrics":
+            self._send(200, CONTENT_TYPE_LATEST, generate_latest(REGISTRY))
+        elif path == "/" and self.server.page is not None:
+            try:
+                body = self.server.page()
+            except Exception as exc:  # the page must never take the listener down
+                self._send(503, "text/plain; charset=utf-8", f"status unavailable: {exc}\n".encode())
+                return
+            self._send(200, "text/html; charset=utf-8", body)
+        else:
+            self._send(404, "text/plain; charset=utf-8", b"not found: try /metrics or /\n")
+
+    def _send(self, code: int, content_type: str, body: bytes) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Requests are not logged (a scraper every 15 s would fill the daemon's stderr)."""
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    page: Callable[[], bytes] | None = None
+
+
+class MetricsListener:
+    """Serves /metrics (Prometheus text) and / (the status page ``page`` renders) on a loopback
+    address from a thread; can move or stop."""
+
+    def __init__(self, page: Callable[[], bytes] | None = None) -> None:
         self.address: tuple[str, int] | None = None
-        self._server: Any = None
+        self._page = page
+        self._server: _Server | None = None
 
     def serve(self, address: tuple[str, int] | None) -> None:
         """Listen on ``address`` (None: not at all), closing a previous listener first if it differs."""
@@ -80,9 +128,10 @@ class MetricsListener:
             return
         self.close()
         if address is not None:
-            from prometheus_client import start_http_server
-
-            self._server, _thread = start_http_server(address[1], addr=address[0], registry=REGISTRY)
+            server = _Server(address, _Routes)
+            server.page = self._page
+            threading.Thread(target=server.serve_forever, name="metrics-listener", daemon=True).start()
+            self._server = server
             self.address = address
 
     def close(self) -> None:

@@ -1,0 +1,49 @@
+"""The status page's layout (its browser test: tests/acceptance/test_status_page.py)."""
+
+from __future__ import annotations
+
+from harness.gateway.evidence.status_page import render
+
+STATUS = {
+    "pid": 7,
+    "version": "0.1.0",
+    "sessions": 2,
+    "upstreams": {
+        "up": {"state": "up", "pid": 11, "tools": 6, "in_flight": 1, "waiting": 0, "breaker": "closed"},
+        "gone": {"state": "failed", "pid": None, "tools": 0, "in_flight": 0, "waiting": 0, "breaker": "open"},
+    },
+    "harnesses": {"<script>alert(1)</script>": "running"},
+    "sessions_per_harness": {"<script>alert(1)</script>": 1, "": 1},
+}
+
+
+def test_every_value_is_escaped_so_a_hostile_name_cannot_script_the_page():
+    page = render(
+        STATUS, [{"harness": "<b>x</b>", "upstream": "up", "tool": "t", "outcome": "ok"}], {}
+    ).decode()
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
+
+
+def test_an_upstream_not_up_is_shown_down_with_its_state_and_the_page_reloads_itself():
+    page = render(STATUS, [], {"": 812.0}).decode()
+    assert "<meta http-equiv='refresh' content='1'>" in page
+    assert '<td class="up">up</td>' in page and '<td class="down">down (failed)</td>' in page
+    assert '<td class="bad">open</td>' in page
+    assert 'data-harness="(unattributed)"' in page and "812" in page
+
+
+def test_calls_are_listed_newest_first():
+    calls = [
+        {"ts": "2026-12-02T10:00:00.001Z", "harness": "a", "upstream": "u", "tool": "first", "outcome": "ok"},
+        {
+            "ts": "2026-12-02T10:00:00.002Z",
+            "harness": "a",
+            "upstream": "u",
+            "tool": "second",
+            "outcome": "denied",
+        },
+    ]
+    page = render(STATUS, calls, {}).decode()
+    assert page.index("u__second") < page.index("u__first")
+    assert '<td class="bad">denied</td>' in page
