@@ -155,14 +155,15 @@ def start_daemon_process(
     ready_within: float = 60.0,
     cwd: Path | None = None,
     kind: type[D] = DaemonProcess,  # type: ignore[assignment]
+    env: dict[str, str] | None = None,
 ) -> D:
     """Start ``harness daemon --config CONFIG --state-dir STATE`` and wait (bounded) for ``ready``;
-    ``kind`` is the :class:`DaemonProcess` subclass to return."""
+    ``kind`` is the :class:`DaemonProcess` subclass to return, ``env`` extra variables."""
     proc = subprocess.Popen(
         [PY, "-m", "harness", "daemon", "--config", str(config), "--state-dir", str(state)],
         stdin=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env=clean_env(),
+        env=clean_env(**(env or {})),
         cwd=cwd,
     )
     daemon = kind(proc, config, state)

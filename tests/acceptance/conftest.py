@@ -41,10 +41,10 @@ class RunningDaemon(DaemonProcess):
 def start_daemon(tmp_path: Path) -> Iterator[Callable[[str], RunningDaemon]]:
     started: list[RunningDaemon] = []
 
-    def start(config_text: str) -> RunningDaemon:
+    def start(config_text: str, env: dict[str, str] | None = None) -> RunningDaemon:
         config = tmp_path / "harness.toml"
         config.write_text(config_text)
-        daemon = start_daemon_process(config, tmp_path / "state", kind=RunningDaemon)
+        daemon = start_daemon_process(config, tmp_path / "state", kind=RunningDaemon, env=env)
         started.append(daemon)
         return daemon
 

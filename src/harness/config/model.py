@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 from pathlib import Path
 from typing import Annotated, Literal
@@ -50,7 +51,16 @@ class McpSettings(BaseModel):
     skill_paths: tuple[Path, ...] = ()
     listen: StrictStr = ""
     metrics_listen: StrictStr = ""
+    export_telemetry: StrictBool = False
     default_policy: StrictStr = ""
+
+    @field_validator("export_telemetry")
+    @classmethod
+    def _otel_installed(cls, value: bool) -> bool:
+        needed = ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http")
+        if value and not all(importlib.util.find_spec(name) is not None for name in needed):
+            raise ValueError("needs the optional extra: pip install 'harness-gateway[otel]'")
+        return value
 
     @field_validator("metrics_listen", "listen")
     @classmethod

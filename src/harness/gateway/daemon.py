@@ -38,6 +38,7 @@ from harness.events import (
     DaemonStopped,
     Event,
     HarnessExited,
+    ToolCallCompleted,
     ToolCatalogFetched,
 )
 from harness.gateway.actor_bridge import ask
@@ -55,6 +56,7 @@ from harness.gateway.evidence.metrics import (
 )
 from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.evidence.status_source import StatusPage
+from harness.gateway.evidence.telemetry import TelemetryExport
 from harness.gateway.harnesses.spawner import HarnessSpawner
 from harness.gateway.processes import BoundedLog
 from harness.gateway.state_dir import DaemonLock, StatePaths
@@ -81,6 +83,8 @@ class Daemon:
         self.intake = EventIntake(on_drop=CALL_LOG_DROPPED.inc)
         self.bus = EventBus(self.intake.emit)
         self.bus.subscribe(UPSTREAM_EVENTS, follow_upstream_events)
+        self._telemetry: TelemetryExport | None = None
+        self.bus.subscribe((ToolCallCompleted,), self._export_call)
         self.routing: Published[RoutingSnapshot] = Published(EMPTY_SNAPSHOT)
         self.upstreams: dict[str, SupervisedUpstream] = {}
         self.sessions: set[DownstreamSession] = set()
@@ -105,6 +109,20 @@ class Daemon:
     def emit(self, event: Event) -> None:
         """Publish an event: the log, then every subscriber of its type (never blocks)."""
         self.bus.publish(event)
+
+    def _export_call(self, event: Event) -> None:
+        telemetry = self._telemetry
+        if telemetry is not None:
+            telemetry(event)
+
+    async def _apply_telemetry(self) -> None:
+        """Start or stop the OTLP export as ``export_telemetry`` says (at start and on reload)."""
+        wanted = self.config.mcp.export_telemetry
+        if wanted and self._telemetry is None:
+            self._telemetry = TelemetryExport()
+        elif not wanted and self._telemetry is not None:
+            telemetry, self._telemetry = self._telemetry, None
+            await asyncio.to_thread(telemetry.close)
 
     def _published(self, snapshot: RoutingSnapshot) -> None:
         """Called on the policy actor's thread: each live session's mailbox gets it on the loop."""
@@ -213,6 +231,7 @@ class Daemon:
         writer = self._writer
         await asyncio.to_thread(lambda: writer.proxy().wait_flushed().get(timeout=30))
         self._serve_metrics()
+        await self._apply_telemetry()
         self._server = await self._listen()
         self._spawner = HarnessSpawner(
             config=self.config,
@@ -334,6 +353,7 @@ class Daemon:
                 self._serve_metrics()
             except OSError as exc:
                 log.error("metrics_listen %s: cannot listen: %s", new.mcp.metrics_listen, exc.strerror or exc)
+            await self._apply_telemetry()
             assert self._policy is not None and self._spawner is not None
             self._spawner.config = new
             await ask(self._policy, ApplyConfig(new))
@@ -385,6 +405,9 @@ class Daemon:
         )
         log.debug("upstreams stopped after %.3fs", time.perf_counter() - started)
         self._metrics.close()
+        if self._telemetry is not None:  # every call so far has its span sent
+            telemetry, self._telemetry = self._telemetry, None
+            await asyncio.to_thread(telemetry.close)
         self.emit(DaemonStopped(ts=time.time(), reason=self._stop_reason or "stopped"))
         if self._policy is not None:
             self._policy.stop()

@@ -520,3 +520,21 @@ def test_a_project_file_may_not_set_policies_or_a_harness_reach(tmp_path):
             load_config(main)
         assert info.value.key == key
         assert str(project / "harness.toml") in str(info.value)
+
+
+def test_export_telemetry_without_the_otel_extra_is_refused_naming_the_extra(tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name.startswith("opentelemetry") else real(name, *a),
+    )
+    error = _error(tmp_path, "[mcp]\nexport_telemetry = true\n")
+    assert error.key == "mcp.export_telemetry" and "harness-gateway[otel]" in error.reason
+
+
+def test_export_telemetry_is_a_boolean(tmp_path):
+    assert _load(tmp_path, "[mcp]\nexport_telemetry = true\n").mcp.export_telemetry is True
+    assert _error(tmp_path, '[mcp]\nexport_telemetry = "yes"\n').key == "mcp.export_telemetry"

@@ -1,0 +1,108 @@
+"""OTLP export (issue 10): with ``export_telemetry = true`` an in-process OTLP/HTTP collector
+receives one span and one log record per call, each with the run's trace id and the call's span id
+as the call log holds them, and never the call's arguments."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from support import DEMO_UPSTREAM, probe_argv, steps, toml_list, wait_until
+
+pytestmark = pytest.mark.acceptance
+
+SECRET_TEXT = "argument-text-that-must-not-leave-4417"
+
+
+class Collector(ThreadingHTTPServer):
+    """Accepts OTLP/HTTP protobuf exports and keeps what arrived."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Receive)
+        self.spans: list = []
+        self.logs: list = []
+        self.raw = b""
+        self.lock = threading.Lock()
+
+
+class _Receive(BaseHTTPRequestHandler):
+    server: Collector
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        with self.server.lock:
+            self.server.raw += body
+            if self.path == "/v1/traces":
+                request, answer = ExportTraceServiceRequest(), ExportTraceServiceResponse()
+                request.ParseFromString(body)
+                self.server.spans += [
+                    s for r in request.resource_spans for ss in r.scope_spans for s in ss.spans
+                ]
+            elif self.path == "/v1/logs":
+                request, answer = ExportLogsServiceRequest(), ExportLogsServiceResponse()
+                request.ParseFromString(body)
+                self.server.logs += [
+                    x for r in request.resource_logs for sl in r.scope_logs for x in sl.log_records
+                ]
+            else:
+                self.send_error(404)
+                return
+        data = answer.SerializeToString()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def collector() -> Iterator[Collector]:
+    server = Collector()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_each_call_is_one_span_and_one_log_record_with_the_runs_trace_id(start_daemon, collector, tmp_path):
+    done = tmp_path / "done"
+    echo = {"op": "call", "name": "demo__echo", "arguments": {"text": SECRET_TEXT}}
+    plan = steps(echo, echo, echo, {"op": "call", "name": "demo__nope"}, {"op": "touch", "path": str(done)})
+    daemon = start_daemon(
+        "[mcp]\nexport_telemetry = true\n\n"
+        f"[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n"
+        '[mcp_policy.p]\nservers = ["demo"]\n\n'
+        f"[harness.agent]\nargv = {toml_list(probe_argv(tmp_path / 'agent.json', '--steps', plan))}\n"
+        'mcp_policy = "p"\n',
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_port}"},
+    )
+    wait_until(done.exists, timeout=60, message="the agent's calls")
+    rows = wait_until(lambda: len(daemon.calls()) == 4 and daemon.calls(), timeout=10)
+    wait_until(lambda: len(collector.spans) >= 4 and len(collector.logs) >= 4, timeout=10, message="4 spans")
+    assert len(collector.spans) == 4 and len(collector.logs) == 4
+    ids = {(r["trace_id"], r["span_id"]) for r in rows}
+    assert len({trace for trace, _ in ids}) == 1  # one run, one trace
+    assert {(s.trace_id.hex(), s.span_id.hex()) for s in collector.spans} == ids
+    assert {(x.trace_id.hex(), x.span_id.hex()) for x in collector.logs} == ids
+    outcomes = sorted(
+        a.value.string_value for s in collector.spans for a in s.attributes if a.key == "harness.outcome"
+    )
+    assert outcomes == sorted(r["outcome"] for r in rows)
+    assert all(s.end_time_unix_nano >= s.start_time_unix_nano > 0 for s in collector.spans)
+    assert SECRET_TEXT.encode() not in collector.raw
