@@ -17,6 +17,7 @@ from support import PY, probe_argv, steps, toml_list, wait_until
 
 pytestmark = [
     pytest.mark.acceptance,
+    pytest.mark.slow,  # a browser and a daemon, ~7 s
     pytest.mark.skipif(
         not (CHROMIUM and CHROMEDRIVER), reason="Debian's chromium and chromium-driver are not installed"
     ),

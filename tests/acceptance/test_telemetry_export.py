@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from support import DEMO_UPSTREAM, probe_argv, steps, toml_list, wait_until
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]  # a daemon, an agent, a 1 s export interval
 
 SECRET_TEXT = "argument-text-that-must-not-leave-4417"
 
