@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -113,6 +114,10 @@ class _Server(ThreadingHTTPServer):
     page: Callable[[], bytes] | None = None
 
 
+class _Server6(_Server):
+    address_family = socket.AF_INET6  # metrics_listen = "[::1]:PORT"
+
+
 class MetricsListener:
     """Serves /metrics (Prometheus text) and / (the status page ``page`` renders) on a loopback
     address from a thread; can move or stop."""
@@ -128,7 +133,7 @@ class MetricsListener:
             return
         self.close()
         if address is not None:
-            server = _Server(address, _Routes)
+            server = (_Server6 if ":" in address[0] else _Server)(address, _Routes)
             server.page = self._page
             threading.Thread(target=server.serve_forever, name="metrics-listener", daemon=True).start()
             self._server = server

@@ -228,7 +228,7 @@ def redact_value(value: Any, scan: _Scan | None = None) -> Any:
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for k, v in value.items():
-            shown = redact_text(k, scan)  # a secret may be the key itself
+            shown = redact_text(k, scan) if isinstance(k, str) else k  # a secret may be the key itself
             while shown in out:  # two keys redacted alike stay two entries
                 shown += "'"
             secret = not isinstance(v, bool) and v is not None and secret_key(k)
