@@ -4,7 +4,9 @@ as the call log holds them, and never the call's arguments."""
 
 from __future__ import annotations
 
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -106,3 +108,33 @@ def test_each_call_is_one_span_and_one_log_record_with_the_runs_trace_id(start_d
     assert outcomes == sorted(r["outcome"] for r in rows)
     assert all(s.end_time_unix_nano >= s.start_time_unix_nano > 0 for s in collector.spans)
     assert SECRET_TEXT.encode() not in collector.raw
+
+
+def test_a_collector_that_is_down_costs_the_calls_nothing_one_warning_line_and_a_prompt_stop(
+    start_daemon, tmp_path
+):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = tmp_path / "done"
+    echo = {"op": "call", "name": "demo__echo", "arguments": {"text": "x"}}
+    plan = steps({"op": "repeat", "times": 50, "step": echo}, {"op": "touch", "path": str(done)})
+    daemon = start_daemon(
+        "[mcp]\nexport_telemetry = true\n\n"
+        f"[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n"
+        '[mcp_policy.p]\nservers = ["demo"]\n\n'
+        f"[harness.agent]\nargv = {toml_list(probe_argv(tmp_path / 'agent.json', '--steps', plan))}\n"
+        'mcp_policy = "p"\n',
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"},
+    )
+    wait_until(done.exists, timeout=60, message="the agent's calls")
+    assert [r["outcome"] for r in daemon.calls()] == ["ok"] * 50
+    wait_until(lambda: any("telemetry export failed" in line for line in daemon.stderr_lines), timeout=10)
+    started = time.monotonic()
+    assert daemon.stop() == 0
+    assert time.monotonic() - started < 5.0
+    failures = [
+        line for line in daemon.stderr_lines if "telemetry" in line or "opentelemetry" in line.lower()
+    ]
+    assert len(failures) == 1 and "50 calls not exported" in failures[0], failures
+    assert not any("Transient error" in line for line in daemon.stderr_lines)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 import random
 import threading
+import time
 from collections import deque
 from typing import Any
 
@@ -26,6 +28,8 @@ EXTRA_HINT = "needs the optional extra: pip install 'harness-gateway[otel]'"
 FLUSH_INTERVAL_S = 1.0
 MAX_BATCH = 512
 MAX_QUEUED = 65_536
+WARN_INTERVAL_S = 60.0
+EXPORT_TIMEOUT_S = 3.0
 
 
 def available() -> bool:
@@ -91,8 +95,15 @@ class TelemetryExport:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
-        self._spans = OTLPSpanExporter()
-        self._logs = OTLPLogExporter()
+        # The exporters log every retry; the daemon says it once a minute instead (_note_failure).
+        logging.getLogger("opentelemetry").setLevel(logging.CRITICAL)
+        # An export (retries included) gives up after EXPORT_TIMEOUT_S unless the operator set
+        # OTEL_EXPORTER_OTLP_TIMEOUT: a collector that is down must not hold up the daemon's stop.
+        timeout = None if "OTEL_EXPORTER_OTLP_TIMEOUT" in os.environ else EXPORT_TIMEOUT_S
+        self._spans = OTLPSpanExporter(timeout=timeout)
+        self._logs = OTLPLogExporter(timeout=timeout)
+        self._last_warning = float("-inf")
+        self._reachable = True
         self._resource = Resource.create({"service.name": "harness-gateway", "service.version": __version__})
         self._scope = InstrumentationScope("harness.gateway", __version__)
         self._queue: deque[ToolCallCompleted] = deque()
@@ -127,17 +138,27 @@ class TelemetryExport:
             try:
                 contexts = [_span_context(e) for e in batch]
                 spans = self._spans.export([self._span(e, c) for e, c in zip(batch, contexts, strict=True)])
-                logs = self._logs.export(
-                    [self._log_record(e, c) for e, c in zip(batch, contexts, strict=True)]
-                )
-            except Exception:  # a collector's failure must never reach the calls
-                log.warning("telemetry export failed; %d calls not exported", len(batch), exc_info=True)
-                self.dropped += len(batch)
+                sent: str = spans.name
+                if sent == "SUCCESS":  # no second wait on a collector that just failed
+                    records = [self._log_record(e, c) for e, c in zip(batch, contexts, strict=True)]
+                    sent = self._logs.export(records).name
+            except Exception as exc:  # a collector's failure must never reach the calls
+                self._note_failure(len(batch), repr(exc))
                 continue
-            if spans.name != "SUCCESS" or logs.name != "SUCCESS":
-                self.dropped += len(batch)
+            if sent != "SUCCESS":
+                self._note_failure(len(batch), "the collector refused it or was unreachable")
             else:
+                self._reachable = True
                 self.exported += len(batch)
+
+    def _note_failure(self, calls: int, why: str) -> None:
+        """Count calls not exported; say so at most once a minute (a collector may be down for hours)."""
+        self.dropped += calls
+        self._reachable = False
+        now = time.monotonic()
+        if now - self._last_warning >= WARN_INTERVAL_S:
+            self._last_warning = now
+            log.warning("telemetry export failed (%s); %d calls not exported so far", why, self.dropped)
 
     def _span(self, event: ToolCallCompleted, context: Any) -> Any:
         from opentelemetry.sdk.trace import ReadableSpan
@@ -180,10 +201,15 @@ class TelemetryExport:
         return ReadableLogRecord(record, self._resource, self._scope)
 
     def close(self) -> None:
-        """Export what is left and stop the worker and the exporters."""
+        """Export what is left (unless the collector was unreachable just now: then it is counted as
+        not exported) and stop the worker and the exporters."""
         self._stopping = True
         self._wake.set()
-        self._thread.join(10)
-        self.flush()
+        self._thread.join(2 * EXPORT_TIMEOUT_S + 1)
+        if self._reachable:
+            self.flush()
+        else:
+            self._note_failure(len(self._queue), "the collector was unreachable at stop")
+            self._queue.clear()
         self._spans.shutdown()  # type: ignore[no-untyped-call]
         self._logs.shutdown()  # type: ignore[no-untyped-call]
