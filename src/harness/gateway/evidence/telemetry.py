@@ -108,6 +108,9 @@ class TelemetryExport:
         self._scope = InstrumentationScope("harness.gateway", __version__)
         self._queue: deque[ToolCallCompleted] = deque()
         self.dropped = 0
+        """Calls the collector did not take (counted on the worker thread)."""
+        self.overflowed = 0
+        """Calls not queued because the queue was full (counted on the loop)."""
         self.exported = 0
         self._wake = threading.Event()
         self._stopping = False
@@ -119,7 +122,7 @@ class TelemetryExport:
         if not isinstance(event, ToolCallCompleted):
             return
         if len(self._queue) >= MAX_QUEUED:
-            self.dropped += 1
+            self.overflowed += 1  # its own counter: ``dropped`` is the worker's
             return
         self._queue.append(event)
         if len(self._queue) >= MAX_BATCH:
