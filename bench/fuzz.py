@@ -32,7 +32,8 @@ from pathlib import Path
 
 import apsw
 
-from harness.testing.fuzz import FuzzPace, FuzzResult, Sibling, env_with, run_fuzz, token_of
+from harness.testing.fuzz import FuzzPace, FuzzResult, Sibling, run_fuzz
+from harness.testing.spawned import env_dumper, env_with, harness_vars, toml_list
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTY = ROOT / "tests" / "fixtures" / "faulty_upstream.py"
@@ -40,27 +41,15 @@ PY = sys.executable
 TOOLS = ("up__echo", "up__whoami", "up__count", "up__sleep", "up__hang", "up__env")
 
 
-def _list(items: list[str]) -> str:
-    return "[" + ", ".join(json.dumps(i) for i in items) + "]"
-
-
-def _dumper(out: Path) -> list[str]:
-    code = (
-        "import json,os,sys,time; open(sys.argv[1],'w').write(json.dumps(dict(os.environ)));"
-        " time.sleep(86400)"
-    )
-    return [PY, "-c", code, str(out)]
-
-
 def config_text(folder: Path) -> str:
     """The daemon's configuration: the fuzzer may call echo/whoami/count, never sleep/hang/env."""
     return (
-        f"[mcp.up]\nargv = {_list([PY, str(FAULTY)])}\nmax_concurrency = 64\n\n"
+        f"[mcp.up]\nargv = {toml_list([PY, FAULTY])}\nmax_concurrency = 64\n\n"
         '[mcp_policy.fuzz]\nservers = ["up"]\ndeny = ["up__sleep", "up__hang", "up__env"]\n\n'
         '[mcp_policy.calm]\nservers = ["up"]\ntools = ["up__echo"]\n\n'
-        f'[harness.fuzzer]\nargv = {_list(_dumper(folder / "fuzzer.env"))}\nmcp_policy = "fuzz"\n'
+        f'[harness.fuzzer]\nargv = {toml_list(env_dumper(folder / "fuzzer.env"))}\nmcp_policy = "fuzz"\n'
         'mcp_allow = ["read"]\n\n'
-        f'[harness.sibling]\nargv = {_list(_dumper(folder / "sibling.env"))}\nmcp_policy = "calm"\n'
+        f'[harness.sibling]\nargv = {toml_list(env_dumper(folder / "sibling.env"))}\nmcp_policy = "calm"\n'
         'mcp_allow = ["read"]\n'
     )
 
@@ -104,7 +93,7 @@ def fuzz_daemon(
     try:
         for name in ("fuzzer", "sibling"):
             _wait_file(folder / f"{name}.env", 60, daemon, stderr)
-        fuzzer, sibling_env = token_of(str(folder / "fuzzer.env")), token_of(str(folder / "sibling.env"))
+        fuzzer, sibling_env = harness_vars(folder / "fuzzer.env"), harness_vars(folder / "sibling.env")
         sibling = Sibling(env_with(sibling_env), "up__echo")
         sibling.start()
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+from harness.testing.spawned import toml_list  # noqa: F401 - re-exported: one definition, shared with bench/
+
 T = TypeVar("T")
 D = TypeVar("D", bound="DaemonProcess")
 
@@ -100,11 +102,6 @@ def read_out(path: Path, timeout: float = 60.0) -> Any:
 def steps(*items: dict[str, Any]) -> str:
     """A probe agent's ``--steps`` plan (see ``run_step`` in tests/acceptance/probe_agent.py)."""
     return json.dumps(list(items))
-
-
-def toml_list(items: list[str] | tuple[str, ...]) -> str:
-    """A TOML array of strings (JSON string escapes are valid TOML basic strings)."""
-    return "[" + ", ".join(json.dumps(str(i)) for i in items) + "]"
 
 
 def clean_env(**extra: str) -> dict[str, str]:

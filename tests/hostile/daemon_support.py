@@ -20,25 +20,14 @@ from typing import IO, Any
 import psutil
 
 from harness.testing.children import end_child
+from harness.testing.spawned import env_dumper, env_with, harness_vars, toml_list  # noqa: F401 - re-exported
 
 PY = sys.executable
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
-def toml_list(items: list[str]) -> str:
-    return "[" + ", ".join(json.dumps(i) for i in items) + "]"
-
-
 def faulty(*flags: str) -> list[str]:
     return [PY, str(FIXTURES / "faulty_upstream.py"), *flags]
-
-
-def env_dumper(out: Path) -> list[str]:
-    """A harness that writes its environment to ``out`` and then idles (it holds a live token)."""
-    code = (
-        "import json,os,sys,time; open(sys.argv[1],'w').write(json.dumps(dict(os.environ))); time.sleep(3600)"
-    )
-    return [PY, "-c", code, str(out)]
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05) -> Any:
@@ -177,12 +166,8 @@ class RawSession:
 
 def harness_env(dump: Path) -> dict[str, str]:
     """The environment a spawned harness got (so a bridge started with it presents its token)."""
-    text = wait_for(lambda: dump.exists() and dump.read_text(), timeout=30)
-    env = json.loads(text)
-    return {
-        **{k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")},
-        **{k: v for k, v in env.items() if k.startswith("HARNESS_")},
-    }
+    wait_for(lambda: dump.exists() and dump.read_text(), timeout=30)
+    return env_with(harness_vars(dump))
 
 
 def _drain(stream: IO[bytes], into: list[str]) -> None:

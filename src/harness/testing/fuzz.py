@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import os
 import random
 import socket
 import statistics
@@ -606,15 +605,3 @@ def run_fuzz(
         result.hangs.append("the daemon exited")
     result.seconds = time.monotonic() - started
     return result
-
-
-def token_of(env_file: str) -> dict[str, str]:
-    """The ``HARNESS_*`` variables a spawned harness wrote (as JSON) to ``env_file``."""
-    with open(env_file) as f:
-        env = json.load(f)
-    return {k: v for k, v in env.items() if k.startswith("HARNESS_")}
-
-
-def env_with(harness_env: dict[str, str]) -> dict[str, str]:
-    """This process's environment, its ``HARNESS_*`` replaced by ``harness_env``."""
-    return {**{k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}, **harness_env}
