@@ -33,42 +33,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import apsw
 
 from harness.actors.log_writer import DEFAULT_CAPACITY, EventIntake, LogWriterActor
-from harness.events import Attribution
 from harness.gateway.evidence.recording import CallRecorder
-from harness.rules.routing import Identity
+from harness.testing.sample_call import record_sample_call
 
 BAR = 30_000
-
-SESSION = SimpleNamespace(
-    session_id="bench-session-0001",
-    identity=Identity(
-        attribution=Attribution("bench", "r", "generic", "m", "c"),
-        trace_id="t" * 32,
-        policy="",
-        allow=frozenset({"read"}),
-    ),
-)
-
-
-def record_one(recorder: CallRecorder) -> None:
-    recorder.record(
-        session=SESSION,
-        upstream="up",
-        tool="echo",
-        tier="read",
-        arguments={"text": "hello world"},
-        outcome="ok",
-        reason=None,
-        started=time.perf_counter(),
-        response_bytes=120,
-        span_id="0123456789abcdef",
-    )
 
 
 def count_rows(db: Path) -> int:
@@ -102,7 +75,7 @@ def loop_run(db: Path, n: int, capacity: int, chunk: int, timeout: float) -> dic
                 k = min(chunk, n - done)
                 t = time.perf_counter()
                 for _ in range(k):
-                    record_one(recorder)
+                    record_sample_call(recorder)
                 emit_s += time.perf_counter() - t
                 done += k
                 await asyncio.sleep(0)
@@ -136,7 +109,7 @@ def writer_only_run(db: Path, n: int, timeout: float) -> dict[str, Any]:
     intake = EventIntake(capacity=max(n, DEFAULT_CAPACITY))
     recorder = CallRecorder(intake.emit, "redacted")
     for _ in range(n):  # not attached yet: emit only queues, nothing wakes the writer
-        record_one(recorder)
+        record_sample_call(recorder)
     ref = start_writer(db, intake, attach=False)
     try:
         intake.attach(ref)

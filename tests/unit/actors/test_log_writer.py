@@ -113,28 +113,8 @@ def test_a_failing_compaction_told_to_the_writer_does_not_stop_it(tmp_path, capl
 
 def test_under_a_load_that_overflows_the_intake_rows_plus_dropped_equal_the_calls(tmp_path):
     """Issue 10: each recorded call is one row or one counted drop, never both, never neither."""
-    from types import SimpleNamespace
-
-    from harness.events import Attribution
     from harness.gateway.evidence.recording import CallRecorder
-    from harness.rules.routing import Identity
-
-    ident = Identity(attribution=Attribution("h"), trace_id="t" * 32, policy="", allow=frozenset({"read"}))
-    session = SimpleNamespace(session_id="s", identity=ident)
-
-    def record_one(recorder: CallRecorder) -> None:
-        recorder.record(
-            session=session,
-            upstream="up",
-            tool="echo",
-            tier="read",
-            arguments={"text": "hi"},
-            outcome="ok",
-            reason=None,
-            started=time.perf_counter(),
-            response_bytes=10,
-            span_id="0" * 16,
-        )
+    from harness.testing.sample_call import record_sample_call
 
     dropped_metric: list[int] = []
     intake = EventIntake(capacity=100, on_drop=lambda: dropped_metric.append(1))
@@ -144,7 +124,7 @@ def test_under_a_load_that_overflows_the_intake_rows_plus_dropped_equal_the_call
     calls = 20_000
     try:
         for _ in range(calls):  # a tight loop: the writer thread cannot keep up
-            record_one(recorder)
+            record_sample_call(recorder)
         ref.proxy().wait_flushed().get(timeout=60)
         stats = ref.proxy().statistics().get(timeout=10)
     finally:
