@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -102,6 +103,13 @@ def read_out(path: Path, timeout: float = 60.0) -> Any:
 def steps(*items: dict[str, Any]) -> str:
     """A probe agent's ``--steps`` plan (see ``run_step`` in tests/acceptance/probe_agent.py)."""
     return json.dumps(list(items))
+
+
+def free_port() -> int:
+    """A loopback TCP port free at the time of asking."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -4,22 +4,17 @@ shared upstreams, the socket and the metrics listener, and exit 1 naming an upst
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from pathlib import Path
 
 import pytest
 
+from support import free_port
+
 pytestmark = pytest.mark.acceptance
 
 PY = sys.executable
 FAULTY = str(Path(__file__).parents[1] / "fixtures" / "faulty_upstream.py")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def config(port: int, *, broken: bool = False) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import urllib.request
 
 import pytest
@@ -10,7 +9,7 @@ import pytest
 from harness.demo.upstream import LONG_TOOL_NAME
 from harness.naming import exposed_name
 from support import DEMO_UPSTREAM as UPSTREAM
-from support import probe_argv, read_out, steps, toml_list, wait_until
+from support import free_port, probe_argv, read_out, steps, toml_list, wait_until
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
@@ -25,12 +24,6 @@ HOSTILE_QUERIES = [
     "{gitea}",
     "-wiki",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_a_policy_that_excludes_gitea_shows_no_gitea_tool_anywhere_and_refuses_calling_one(

@@ -10,10 +10,10 @@ import signal
 import time
 
 import pytest
-from webdriver import CHROMEDRIVER, CHROMIUM, HeadlessChromium, _free_port
+from webdriver import CHROMEDRIVER, CHROMIUM, HeadlessChromium
 
 from harness.demo.upstream import __file__ as DEMO_UPSTREAM
-from support import PY, probe_argv, steps, toml_list, wait_until
+from support import PY, free_port, probe_argv, steps, toml_list, wait_until
 
 pytestmark = [
     pytest.mark.acceptance,
@@ -31,7 +31,7 @@ STATE_CELL = (
 def test_the_status_page_renders_in_chromium_and_shows_a_killed_upstream_down_within_2_s(
     start_daemon, tmp_path
 ):
-    port = _free_port()
+    port = free_port()
     called, done = tmp_path / "called", tmp_path / "done"
     plan = steps(
         {"op": "call", "name": "demo__echo", "arguments": {"text": "hello"}},

@@ -4,7 +4,6 @@ as the call log holds them, and never the call's arguments."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from support import DEMO_UPSTREAM, probe_argv, steps, toml_list, wait_until
+from support import DEMO_UPSTREAM, free_port, probe_argv, steps, toml_list, wait_until
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]  # a daemon, an agent, a 1 s export interval
 
@@ -82,19 +81,27 @@ def collector() -> Iterator[Collector]:
     server.server_close()
 
 
-def test_each_call_is_one_span_and_one_log_record_with_the_runs_trace_id(start_daemon, collector, tmp_path):
+def _daemon_exporting_to(start_daemon, tmp_path, port: int, *calls: dict):
+    """A daemon with ``export_telemetry`` on, sending to ``127.0.0.1:port``, whose agent makes
+    ``calls`` (probe-agent steps) and then touches ``done``; returned once the agent is done."""
     done = tmp_path / "done"
-    echo = {"op": "call", "name": "demo__echo", "arguments": {"text": SECRET_TEXT}}
-    plan = steps(echo, echo, echo, {"op": "call", "name": "demo__nope"}, {"op": "touch", "path": str(done)})
+    plan = steps(*calls, {"op": "touch", "path": str(done)})
     daemon = start_daemon(
         "[mcp]\nexport_telemetry = true\n\n"
         f"[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n"
         '[mcp_policy.p]\nservers = ["demo"]\n\n'
         f"[harness.agent]\nargv = {toml_list(probe_argv(tmp_path / 'agent.json', '--steps', plan))}\n"
         'mcp_policy = "p"\n',
-        env={"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_port}"},
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"},
     )
     wait_until(done.exists, timeout=60, message="the agent's calls")
+    return daemon
+
+
+def test_each_call_is_one_span_and_one_log_record_with_the_runs_trace_id(start_daemon, collector, tmp_path):
+    echo = {"op": "call", "name": "demo__echo", "arguments": {"text": SECRET_TEXT}}
+    nope = {"op": "call", "name": "demo__nope"}
+    daemon = _daemon_exporting_to(start_daemon, tmp_path, collector.server_port, echo, echo, echo, nope)
     rows = wait_until(lambda: len(daemon.calls()) == 4 and daemon.calls(), timeout=10)
     wait_until(lambda: len(collector.spans) >= 4 and len(collector.logs) >= 4, timeout=10, message="4 spans")
     assert len(collector.spans) == 4 and len(collector.logs) == 4
@@ -113,21 +120,9 @@ def test_each_call_is_one_span_and_one_log_record_with_the_runs_trace_id(start_d
 def test_a_collector_that_is_down_costs_the_calls_nothing_one_warning_line_and_a_prompt_stop(
     start_daemon, tmp_path
 ):
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    done = tmp_path / "done"
     echo = {"op": "call", "name": "demo__echo", "arguments": {"text": "x"}}
-    plan = steps({"op": "repeat", "times": 50, "step": echo}, {"op": "touch", "path": str(done)})
-    daemon = start_daemon(
-        "[mcp]\nexport_telemetry = true\n\n"
-        f"[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n"
-        '[mcp_policy.p]\nservers = ["demo"]\n\n'
-        f"[harness.agent]\nargv = {toml_list(probe_argv(tmp_path / 'agent.json', '--steps', plan))}\n"
-        'mcp_policy = "p"\n',
-        env={"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"},
-    )
-    wait_until(done.exists, timeout=60, message="the agent's calls")
+    repeat = {"op": "repeat", "times": 50, "step": echo}
+    daemon = _daemon_exporting_to(start_daemon, tmp_path, free_port(), repeat)  # nobody listens there
     assert [r["outcome"] for r in daemon.calls()] == ["ok"] * 50
     wait_until(lambda: any("telemetry export failed" in line for line in daemon.stderr_lines), timeout=10)
     started = time.monotonic()

@@ -6,20 +6,15 @@ from __future__ import annotations
 import base64
 import json
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
 from typing import Any
 
+from support import free_port
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class HeadlessChromium:
@@ -27,7 +22,7 @@ class HeadlessChromium:
 
     def __init__(self, width: int = 1100, height: int = 800) -> None:
         assert CHROMIUM and CHROMEDRIVER, "chromium and chromedriver are needed"
-        self.port = _free_port()
+        self.port = free_port()
         self.driver = subprocess.Popen(
             [CHROMEDRIVER, f"--port={self.port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )

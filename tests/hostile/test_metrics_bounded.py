@@ -4,7 +4,6 @@ bounded: at most 101 ``tool`` values per upstream (100, then ``__other__``), no 
 
 from __future__ import annotations
 
-import socket
 import urllib.request
 from typing import Any
 
@@ -12,15 +11,11 @@ import pytest
 from daemon_support import RawSession, env_dumper, faulty, harness_env, running, toml_list
 from prometheus_client.parser import text_string_to_metric_families
 
+from support import free_port
+
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]  # a real daemon, ~3 s
 
 TOOLS = 1000
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _call_each(session: RawSession, names: list[str]) -> list[dict[str, Any]]:
@@ -34,7 +29,7 @@ def _call_each(session: RawSession, names: list[str]) -> list[dict[str, Any]]:
 
 
 def test_1000_tool_names_and_1000_made_up_names_leave_the_metrics_page_bounded(tmp_path):
-    port = _free_port()
+    port = free_port()
     config = (
         f'[mcp]\nmetrics_listen = "127.0.0.1:{port}"\n\n'
         f"[mcp.big]\nargv = {toml_list(faulty('--numbered-tools', str(TOOLS)))}\n\n"

@@ -5,29 +5,16 @@ writes, under the default ``call_log_args`` ("redacted") — while it runs and a
 
 from __future__ import annotations
 
-import base64
-import urllib.parse
 from pathlib import Path
 
 import pytest
 from daemon_support import RawSession, env_dumper, faulty, harness_env, running, toml_list
 
-from harness.testing.credentials import CREDENTIAL_FAMILIES, secret_part
+from harness.testing.credentials import CREDENTIAL_FAMILIES, ENCODINGS, secret_part
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]  # a real daemon, ~3 s
 
 ENV_VALUES = ("Zq-UPSTREAM-SECRET-4711-kV9", "8f1c2e7d-db-password-Qx3")
-
-
-def encodings(secret: str) -> list[str]:
-    raw = secret.encode()
-    return [
-        secret,
-        base64.b64encode(raw).decode(),
-        base64.urlsafe_b64encode(raw).decode().rstrip("="),
-        raw.hex(),
-        urllib.parse.quote(secret, safe=""),
-    ]
 
 
 def needles() -> list[bytes]:
@@ -66,7 +53,7 @@ def test_no_secret_from_arguments_or_env_files_is_at_rest_in_the_store_or_any_lo
             session.initialize()
             n = 0
             for secret in secrets:
-                for shown in encodings(secret):
+                for shown in (encode(secret) for encode in ENCODINGS.values()):
                     n += 1
                     arguments = {"text": f"use {shown} now", "deep": [{"k": {shown: [shown]}}]}
                     answer = session.request(n, "tools/call", {"name": "up__echo", "arguments": arguments})

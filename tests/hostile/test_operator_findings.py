@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import urllib.request
 from pathlib import Path
@@ -19,6 +18,7 @@ from harness.cli.formatting import format_call
 from harness.config import ConfigError, load_config
 from harness.reading import open_store
 from harness.store import StoreError
+from support import free_port
 
 
 def test_m17_open_store_given_the_state_dir_says_which_file_to_open(tmp_path):
@@ -107,16 +107,10 @@ def test_m5_a_daemon_with_no_configuration_file_says_so(tmp_path):
             proc.stderr.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_m6_metrics_listen_added_by_a_reload_starts_listening(tmp_path):
     base = f"[mcp.up]\nargv = {toml_list(faulty())}\n"
     with running(tmp_path, base) as daemon:
-        port = _free_port()
+        port = free_port()
         daemon.config.write_text(f'[mcp]\nmetrics_listen = "127.0.0.1:{port}"\n\n' + base)
         daemon.cli("reload")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:

@@ -9,6 +9,9 @@ byte-searches a real daemon's files for them.
 
 from __future__ import annotations
 
+import base64
+import urllib.parse
+from collections.abc import Callable
 from typing import NamedTuple
 
 
@@ -72,10 +75,18 @@ SECRET_NAMED_KEYS: tuple[str, ...] = ("password", "api_key", "client_secret", "X
 def secret_part(secret: str) -> str:
     """What of a sample must not survive redaction: the credential, not the words around it."""
     for lead in ("Bearer ", "Basic ", "=", "is "):
-        if lead in secret and not secret.endswith("="):
+        if lead in secret:
             return secret.rsplit(lead, 1)[1]
-    if "Basic " in secret:
-        return secret.rsplit("Basic ", 1)[1]
     if "://" in secret:
         return secret.split("://", 1)[1].split("@", 1)[0].split(":", 1)[1]
     return secret.splitlines()[1] if secret.startswith("-----") else secret
+
+
+ENCODINGS: dict[str, Callable[[str], str]] = {
+    "plain": lambda s: s,
+    "base64": lambda s: base64.b64encode(s.encode()).decode(),
+    "base64url": lambda s: base64.urlsafe_b64encode(s.encode()).decode().rstrip("="),
+    "hex": lambda s: s.encode().hex(),
+    "percent": lambda s: urllib.parse.quote(s, safe=""),
+}
+"""The ways an agent may encode a secret it passes on (redaction decodes each)."""

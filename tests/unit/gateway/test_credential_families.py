@@ -3,23 +3,14 @@ as an object key and encoded; its near misses kept; values under secret-named ke
 
 from __future__ import annotations
 
-import base64
 import json
 import random
-import urllib.parse
 
 import pytest
 
 from harness.gateway.evidence.redaction import REDACTED, canonical_json, redacted_args
-from harness.testing.credentials import CREDENTIAL_FAMILIES, SECRET_NAMED_KEYS, secret_part
+from harness.testing.credentials import CREDENTIAL_FAMILIES, ENCODINGS, SECRET_NAMED_KEYS, secret_part
 
-ENCODINGS = {
-    "plain": lambda s: s,
-    "base64": lambda s: base64.b64encode(s.encode()).decode(),
-    "base64url": lambda s: base64.urlsafe_b64encode(s.encode()).decode().rstrip("="),
-    "hex": lambda s: s.encode().hex(),
-    "percent": lambda s: urllib.parse.quote(s, safe=""),
-}
 SECRETS = [(family, secret) for family, f in CREDENTIAL_FAMILIES.items() for secret in f.secrets]
 NEAR_MISSES = [(family, text) for family, f in CREDENTIAL_FAMILIES.items() for text in f.near_misses]
 
