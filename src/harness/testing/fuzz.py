@@ -318,8 +318,8 @@ class FuzzSession:
         self.rng = rng
         preamble = {"harness_bridge": 1, "kind": "mcp", "token": token}
         self.sock.sendall(json.dumps(preamble).encode() + b"\n")
-        self.answered: dict[str, int] = {}
-        """Answers per id (JSON-encoded)."""
+        self.answered: set[str] = set()
+        """Ids answered so far (JSON-encoded)."""
         self.pending: set[str] = set()
         """Owed answers not received yet (JSON-encoded ids)."""
         self.not_json = 0
@@ -345,7 +345,7 @@ class FuzzSession:
                                 self.refused = rid.reason
                             else:
                                 key = json.dumps(rid)
-                                self.answered[key] = self.answered.get(key, 0) + 1
+                                self.answered.add(key)
                                 self.pending.discard(key)
                     self.changed.notify_all()
         with self.changed:
