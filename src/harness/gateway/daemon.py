@@ -117,11 +117,16 @@ class Daemon:
 
     async def _apply_telemetry(self) -> None:
         """Start or stop the OTLP export as ``export_telemetry`` says (at start and on reload)."""
-        wanted = self.config.mcp.export_telemetry
-        if wanted and self._telemetry is None:
-            self._telemetry = TelemetryExport()
-        elif not wanted and self._telemetry is not None:
-            telemetry, self._telemetry = self._telemetry, None
+        if self.config.mcp.export_telemetry:
+            if self._telemetry is None:
+                self._telemetry = TelemetryExport()
+        else:
+            await self._stop_telemetry()
+
+    async def _stop_telemetry(self) -> None:
+        """Send what is queued and stop the export (off the loop: it may wait for the collector)."""
+        telemetry, self._telemetry = self._telemetry, None
+        if telemetry is not None:
             await asyncio.to_thread(telemetry.close)
 
     def _published(self, snapshot: RoutingSnapshot) -> None:
@@ -405,9 +410,7 @@ class Daemon:
         )
         log.debug("upstreams stopped after %.3fs", time.perf_counter() - started)
         self._metrics.close()
-        if self._telemetry is not None:  # every call so far has its span sent
-            telemetry, self._telemetry = self._telemetry, None
-            await asyncio.to_thread(telemetry.close)
+        await self._stop_telemetry()  # every call so far has its span sent
         self.emit(DaemonStopped(ts=time.time(), reason=self._stop_reason or "stopped"))
         if self._policy is not None:
             self._policy.stop()
