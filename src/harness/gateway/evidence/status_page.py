@@ -91,11 +91,10 @@ def render(
     status: Mapping[str, Any],
     calls: Iterable[Mapping[str, Any]],
     schema_bytes: Mapping[str, float],
-    now: float | None = None,
 ) -> bytes:
     """The page: upstreams (state, breaker, calls in flight), harnesses (state, sessions, schema bytes
     of the newest session's tool list), the newest calls (outcome, latency), newest first."""
-    stamp = time.strftime("%H:%M:%S", time.gmtime(time.time() if now is None else now))
+    stamp = time.strftime("%H:%M:%S", time.gmtime())
     newest_first = list(calls)[::-1]
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
