@@ -125,8 +125,7 @@ def test_a_harness_allowed_write_may_restart_a_sibling_but_not_reload_the_config
 FACADE_WRITES = ("harness_restart", "harness_stop", "harness_start")
 
 
-@pytest.mark.slow  # a real daemon and bridge, ~2.5 s per mode
-@pytest.mark.parametrize("exposure", ["full", "lazy"])
+@pytest.mark.parametrize("exposure", ["full", pytest.param("lazy", marks=pytest.mark.slow)])
 def test_a_read_only_harness_cannot_restart_stop_or_start_through_its_mcp_session(tmp_path, exposure):
     """The other path a harness can reach: its own MCP session. The facade's write tools are
     neither listed nor callable (directly or through ``call_tool``), and nothing is restarted."""
