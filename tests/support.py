@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+from harness.rules.gateway_tools import FACADE_READ_TOOLS
 from harness.testing.spawned import toml_list  # noqa: F401 - re-exported: one definition, shared with bench/
 
 T = TypeVar("T")
@@ -191,3 +192,7 @@ def start_daemon_process(
         daemon.close_pipes()
         raise
     return daemon
+
+
+FACADE_READ = tuple(t["name"] for t in FACADE_READ_TOOLS)
+"""The facade tools every session lists (an unattributed or read-only one too), in listing order."""

@@ -132,13 +132,16 @@ class StoreView:
         tool: str | None = None,
         outcome: str | None = None,
         session_id: str | None = None,
+        run_id: str | None = None,
+        failed: bool = False,
         limit: int | None = None,
         after_position: int = 0,
     ) -> list[dict[str, Any]]:
         """Call-log rows as dicts (columns: docs/call-log.md): the ``limit`` most recently logged
         (and after ``after_position``), ordered by start time (``ts``, then position).
 
-        ``since`` ≤ ts < ``until``; text bounds compare with ``call_log.ts`` as text.
+        ``since`` ≤ ts < ``until``; text bounds compare with ``call_log.ts`` as text. ``failed``: only
+        calls that did not succeed (every outcome but ``ok`` and ``cancelled``).
         """
         where = ["position > ?"]
         args: list[Any] = [after_position]
@@ -148,10 +151,13 @@ class StoreView:
             ("tool", tool),
             ("outcome", outcome),
             ("session_id", session_id),
+            ("run_id", run_id),
         ):
             if value is not None:
                 where.append(f"{column} = ?")
                 args.append(value)
+        if failed:
+            where.append("outcome NOT IN ('ok', 'cancelled')")
         if (lo := _bound(since)) is not None:
             where.append("ts >= ?")
             args.append(lo)

@@ -15,6 +15,7 @@ from harness.gateway.evidence.redaction import redact_text, redacted_args
 from harness.gateway.wire import jsonrpc
 from harness.rules.exposure import EMPTY_VIEW, build_view
 from harness.rules.routing import UNATTRIBUTED
+from support import FACADE_READ
 
 
 def session_for(version: str | None = "2025-11-25", view=EMPTY_VIEW, mode="redacted", search=None):
@@ -296,7 +297,7 @@ def test_m10_a_write_tools_override_shows_in_the_listed_read_only_hint():
 
 def test_m10_a_read_only_harness_is_not_listed_write_tools_but_calling_one_names_the_tier():
     view = _tiered_view(read_only=True)
-    assert [t["name"] for t in json.loads(view.listing_json)] == ["everything__echo"]
+    assert [t["name"] for t in json.loads(view.listing_json)] == ["everything__echo", *FACADE_READ]
     assert view.resolve("everything__write-file") is not None  # still refused as a write tool
 
 

@@ -20,7 +20,7 @@ from harness.actors.asking import AnswersAsks
 from harness.actors.snapshots import Published
 from harness.config import Config
 from harness.events import HarnessExited, ToolCatalogFetched
-from harness.rules.exposure import Route, ToolView, build_view, catalogue_routes
+from harness.rules.exposure import Route, ToolView, build_view, catalogue_routes, gateway_view
 from harness.rules.routing import Identity, RoutingSnapshot
 
 
@@ -126,6 +126,8 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
             for name, p in cfg.policies.items()
             for read_only in (False, True)
         }
+        for read_only in (False, True):  # a harness with no policy: the gateway's own tools only
+            self._views[("", read_only)] = gateway_view(cfg, read_only=read_only)
         routes, aliases, _tools = catalogue_routes(cfg, self._catalogs)
         self._known = {**routes, **{alias: routes[name] for alias, name in aliases.items()}}
 

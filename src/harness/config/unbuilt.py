@@ -15,8 +15,6 @@ from harness.config.errors import ConfigError
 
 NOT_SUPPORTED_YET: Mapping[str, object] = MappingProxyType(
     {
-        "mcp.prompt_paths": (),
-        "mcp.skill_paths": (),
         "mcp.listen": "",
         "mcp.*.shared": True,
         "harness.*.harness": "generic",

@@ -57,6 +57,7 @@ from harness.gateway.evidence.metrics import (
 from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.evidence.status_source import StatusPage
 from harness.gateway.evidence.telemetry import TelemetryExport
+from harness.gateway.facade import GatewayTools, read_libraries
 from harness.gateway.harnesses.spawner import HarnessSpawner
 from harness.gateway.processes import BoundedLog
 from harness.gateway.state_dir import DaemonLock, StatePaths
@@ -102,6 +103,7 @@ class Daemon:
         self._reloading = asyncio.Lock()
         self._upstream_actors: dict[str, tuple[Any, ...]] = {}
         self.control = ControlPlane(self)
+        self.own_tools = GatewayTools(read_libraries(config), self.control, self.reader)
         self._metrics = MetricsListener(StatusPage(lambda: self._loop, self.control.status, self.paths.db))
 
     # ---------------------------------------------------------------- events
@@ -162,6 +164,7 @@ class Daemon:
             known=lambda name: self.routing.current.known.get(name),  # noqa: PLW0108 - the newest
             search=self.reader.search,
             token=token if identity.harness else None,
+            own=self.own_tools,
         )
         TOOL_SCHEMA_BYTES.labels(identity.harness or "").set(len(session.listing))
         self.emit(session_opened_event(session, "stdio-bridge", bridge_version))
@@ -359,6 +362,7 @@ class Daemon:
             except OSError as exc:
                 log.error("metrics_listen %s: cannot listen: %s", new.mcp.metrics_listen, exc.strerror or exc)
             await self._apply_telemetry()
+            self.own_tools.use(await asyncio.to_thread(read_libraries, new))
             assert self._policy is not None and self._spawner is not None
             self._spawner.config = new
             await ask(self._policy, ApplyConfig(new))

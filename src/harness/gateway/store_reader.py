@@ -10,6 +10,7 @@ from typing import Any
 
 import apsw
 
+from harness.reading import StoreView
 from harness.store import open_read_only
 
 
@@ -19,6 +20,7 @@ class StoreReader:
     def __init__(self, db: Path) -> None:
         self._db = db
         self._conn: apsw.Connection | None = None
+        self._view: StoreView | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-reader")
 
     def _connection(self) -> apsw.Connection:
@@ -53,9 +55,22 @@ class StoreReader:
 
         return await asyncio.get_running_loop().run_in_executor(self._pool, work)
 
+    async def calls(self, **filters: Any) -> list[dict[str, Any]]:
+        """Call-log rows, as :meth:`harness.reading.StoreView.calls` gives them for ``filters``."""
+
+        def work() -> list[dict[str, Any]]:
+            if self._view is None:
+                self._view = StoreView(self._db)
+            return self._view.calls(**filters)
+
+        return await asyncio.get_running_loop().run_in_executor(self._pool, work)
+
     def close(self) -> None:
-        """Stop the worker and close the connection."""
+        """Stop the worker and close the connections."""
         self._pool.shutdown(wait=True)
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        if self._view is not None:
+            self._view.close()
+            self._view = None

@@ -108,6 +108,14 @@ def _as_harness(identity: Identity, why: str) -> Caller:
     return Caller(operator=False, harness=identity.harness, allow=identity.allow, why=why)
 
 
+def session_caller(identity: Identity) -> Caller:
+    """The caller behind an MCP session's facade call: the token's harness with its ``mcp_allow``; an
+    unattributed session reads only."""
+    if identity.harness is None:
+        return _read_only("an MCP session with no harness identity")
+    return _as_harness(identity, f"harness {identity.harness!r} (by its token)")
+
+
 def _read_only(why: str) -> Caller:
     return Caller(operator=False, harness=None, allow=READ_ONLY, why=why)
 

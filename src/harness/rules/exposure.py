@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.config import Config, PolicyConfig, UpstreamConfig
 from harness.naming import exposed_name
-from harness.rules.gateway_tools import LAZY_TOOLS
+from harness.rules.gateway_tools import LAZY_TOOLS, gateway_listing
 from harness.vocabulary import Exposure, Tier
 
 
@@ -49,6 +49,7 @@ class ToolView:
     ``routes`` holds every tool the policy allows (resolvable directly or through ``call_tool``);
     ``tools`` the tool objects the session may see (namespaced, untrimmed; for ``search_tools`` and
     the listing: a read-only view leaves write tools out);
+    ``gateway`` the gateway's own tools listed after them (facade, skills: :func:`gateway_listing`);
     ``listing_json`` the ``tools/list`` array of the mode (for top_k, without the per-harness top
     tools: :func:`session_listing` adds them).
     """
@@ -60,6 +61,7 @@ class ToolView:
     routes: Mapping[str, Route]
     aliases: Mapping[str, str]
     tools: Mapping[str, Mapping[str, Any]]
+    gateway: tuple[Mapping[str, Any], ...]
     listing_json: bytes
 
     def resolve(self, name: str) -> Route | None:
@@ -79,8 +81,9 @@ def _view(
     aliases: dict[str, str],
     tools: dict[str, Mapping[str, Any]],
     listing: list[Mapping[str, Any]],
+    gateway: tuple[Mapping[str, Any], ...] = (),
 ) -> ToolView:
-    listing_json = _encode(listing)
+    listing_json = _encode([*listing, *gateway])
     return ToolView(
         policy=policy,
         exposure=exposure,
@@ -89,6 +92,7 @@ def _view(
         routes=MappingProxyType(routes),
         aliases=MappingProxyType(aliases),
         tools=MappingProxyType(tools),
+        gateway=gateway,
         listing_json=listing_json,
     )
 
@@ -172,7 +176,8 @@ def build_view(
 
     ``read_only`` (a harness without ``write`` in ``mcp_allow``): write tools stay routed, so calling
     one is refused as ``not_permitted`` with the tier named, but they are neither listed nor found
-    by ``search_tools``: no context is spent on tools that harness can never call.
+    by ``search_tools``: no context is spent on tools that harness can never call. The same goes for
+    the facade's write tools.
     """
     all_routes, all_aliases, all_tools = catalogue_routes(config, catalogs, policy.servers)
     routes = {n: r for n, r in all_routes.items() if _allowed(n, policy)}
@@ -185,7 +190,15 @@ def build_view(
         listing = [trimmed(t, chars) for t in tools.values()]
     else:
         listing = list(LAZY_TOOLS)
-    return _view(policy.name, policy.exposure, policy.top_k, chars, routes, aliases, tools, listing)
+    gateway = gateway_listing(read_only=read_only, skills=bool(config.mcp.skill_paths))
+    return _view(policy.name, policy.exposure, policy.top_k, chars, routes, aliases, tools, listing, gateway)
+
+
+def gateway_view(config: Config, *, read_only: bool) -> ToolView:
+    """The view of a harness with no policy (and no ``default_policy``): no upstream tools, only the
+    gateway's own tools its tier permits."""
+    gateway = gateway_listing(read_only=read_only, skills=bool(config.mcp.skill_paths))
+    return _view("", "full", 0, 300, {}, {}, {}, [], gateway)
 
 
 def session_listing(view: ToolView, top: Sequence[tuple[str, str]]) -> bytes:
@@ -197,4 +210,4 @@ def session_listing(view: ToolView, top: Sequence[tuple[str, str]]) -> bytes:
         route = view.routes.get(exposed_name(upstream, tool))
         if route is not None and route.exposed in view.tools and len(chosen) < view.top_k:
             chosen.append(trimmed(view.tools[route.exposed], view.max_description_chars))
-    return _encode([*chosen, *LAZY_TOOLS])
+    return _encode([*chosen, *LAZY_TOOLS, *view.gateway])

@@ -1,8 +1,11 @@
-"""The tools the gateway itself serves: ``search_tools`` and ``call_tool`` (lazy and top_k exposure)."""
+"""The tools the gateway itself serves: ``search_tools`` and ``call_tool`` (lazy and top_k exposure), the
+control-plane facade and trajectory tools (``harness_*``), and the skill tools."""
 
 from __future__ import annotations
 
 from typing import Any, Final
+
+from harness.vocabulary import Tier
 
 SEARCH_TOOLS: Final = "search_tools"
 CALL_TOOL: Final = "call_tool"
@@ -53,3 +56,196 @@ CALL_TOOL_DEF: Final[dict[str, Any]] = {
 
 LAZY_TOOLS: Final = (SEARCH_TOOLS_DEF, CALL_TOOL_DEF)
 """Listed in lazy and top_k exposure, after any upstream tools."""
+
+
+# ---------------------------------------------------------------- facade, trajectory and skills
+
+
+def _tool(
+    name: str,
+    title: str,
+    description: str,
+    properties: dict[str, Any],
+    required: tuple[str, ...],
+    *,
+    read_only: bool,
+) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return {
+        "name": name,
+        "description": description,
+        "inputSchema": schema,
+        "annotations": {"title": title, "readOnlyHint": read_only, "openWorldHint": False},
+    }
+
+
+_NAME = {
+    "name": {
+        "type": "string",
+        "description": "A harness name (or, for describe/logs/restart, an upstream key).",
+    }
+}
+_LIMIT = {
+    "limit": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 500,
+        "default": 50,
+        "description": "At most this many rows, the most recent.",
+    }
+}
+
+HARNESS_LIST: Final = "harness_list"
+HARNESS_DESCRIBE: Final = "harness_describe"
+HARNESS_LOGS: Final = "harness_logs"
+HARNESS_START: Final = "harness_start"
+HARNESS_STOP: Final = "harness_stop"
+HARNESS_RESTART: Final = "harness_restart"
+HARNESS_RUN_CALLS: Final = "harness_run_calls"
+HARNESS_FAILURES: Final = "harness_recent_failures"
+SEARCH_SKILLS: Final = "search_skills"
+GET_SKILL: Final = "get_skill"
+
+FACADE_COMMANDS: Final = {
+    HARNESS_LIST: "list",
+    HARNESS_DESCRIBE: "describe",
+    HARNESS_LOGS: "logs",
+    HARNESS_START: "start",
+    HARNESS_STOP: "stop",
+    HARNESS_RESTART: "restart",
+}
+"""Facade tool → the control-plane command it runs (the same handler as ``harness <command>``)."""
+
+FACADE_READ_TOOLS: Final[tuple[dict[str, Any], ...]] = (
+    _tool(
+        HARNESS_LIST,
+        "List harnesses",
+        "The harnesses of this fleet: adapter, state, pid, run id, policy and open sessions.",
+        {},
+        (),
+        read_only=True,
+    ),
+    _tool(
+        HARNESS_DESCRIBE,
+        "Describe a harness or upstream",
+        "One harness's configuration, state, run and sessions; or one upstream's state, breaker and tools.",
+        _NAME,
+        ("name",),
+        read_only=True,
+    ),
+    _tool(
+        HARNESS_LOGS,
+        "Read a harness's log",
+        "The last lines a harness printed (stdout and stderr), or an upstream's stderr.",
+        {
+            **_NAME,
+            "lines": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 10_000,
+                "default": 50,
+                "description": "How many lines, from the end.",
+            },
+        },
+        ("name",),
+        read_only=True,
+    ),
+    _tool(
+        HARNESS_RUN_CALLS,
+        "A run's calls",
+        "The MCP calls of one run, oldest first, from the call log: tool, outcome, latency. Without "
+        "run_id: your own current run.",
+        {
+            "run_id": {"type": "string", "description": "A run id (harness_list shows each harness's)."},
+            **_LIMIT,
+        },
+        (),
+        read_only=True,
+    ),
+    _tool(
+        HARNESS_FAILURES,
+        "A harness's recent failures",
+        "A harness's most recent calls that did not succeed (tool errors, refusals, timeouts, upstream "
+        "failures), from the call log. Without harness: your own.",
+        {
+            "harness": {"type": "string", "description": "A harness name."},
+            "since": {"type": "string", "default": "24h", "description": "How far back: 30m, 24h, 7d."},
+            **_LIMIT,
+        },
+        (),
+        read_only=True,
+    ),
+)
+"""Listed to every session (an unattributed one too): reading the fleet is the read tier."""
+
+FACADE_WRITE_TOOLS: Final[tuple[dict[str, Any], ...]] = (
+    _tool(
+        HARNESS_START,
+        "Start a harness",
+        "Start a harness that is not running, with a fresh token and run.",
+        _NAME,
+        ("name",),
+        read_only=False,
+    ),
+    _tool(
+        HARNESS_STOP,
+        "Stop a harness",
+        "Stop a running harness (SIGTERM, then SIGKILL); it stays stopped until started.",
+        _NAME,
+        ("name",),
+        read_only=False,
+    ),
+    _tool(
+        HARNESS_RESTART,
+        "Restart a harness or upstream",
+        "Restart a harness (a fresh token and run) or an upstream server (clears a failed state).",
+        _NAME,
+        ("name",),
+        read_only=False,
+    ),
+)
+"""Listed only to a harness whose ``mcp_allow`` holds ``write``."""
+
+SKILL_TOOLS: Final[tuple[dict[str, Any], ...]] = (
+    _tool(
+        SEARCH_SKILLS,
+        "Search skills",
+        "Find skills (written procedures for recurring tasks) by what you want to do; you get names and "
+        "descriptions. Read one with get_skill.",
+        {
+            "query": {"type": "string", "description": "What you want to do, in words."},
+            "k": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": SEARCH_K_MAX,
+                "default": 5,
+                "description": "How many skills to return.",
+            },
+        },
+        ("query",),
+        read_only=True,
+    ),
+    _tool(
+        GET_SKILL,
+        "Read a skill",
+        "A skill's full instructions (its SKILL.md), by the name search_skills gave.",
+        {"name": {"type": "string", "description": "The skill's name."}},
+        ("name",),
+        read_only=True,
+    ),
+)
+"""Listed when ``[mcp] skill_paths`` is set."""
+
+GATEWAY_TOOL_TIERS: Final[dict[str, Tier]] = {
+    **{str(t["name"]): "read" for t in (*FACADE_READ_TOOLS, *SKILL_TOOLS)},
+    **{str(t["name"]): "write" for t in FACADE_WRITE_TOOLS},
+}
+"""Every tool the gateway serves itself (besides search_tools and call_tool), with its tier."""
+
+
+def gateway_listing(*, read_only: bool, skills: bool) -> tuple[dict[str, Any], ...]:
+    """The gateway's own tools a session lists, whatever its exposure: the facade tools its tier
+    permits, and the skill tools when skills are configured."""
+    return (*FACADE_READ_TOOLS, *(() if read_only else FACADE_WRITE_TOOLS), *(SKILL_TOOLS if skills else ()))

@@ -275,8 +275,6 @@ def test_a_bare_number_is_not_a_duration(tmp_path):
 @pytest.mark.parametrize(
     ("text", "key"),
     [
-        ('[mcp]\nprompt_paths = ["p"]\n', "mcp.prompt_paths"),
-        ('[mcp]\nskill_paths = ["s"]\n', "mcp.skill_paths"),
         ('[mcp]\nlisten = "127.0.0.1:9000"\n', "mcp.listen"),
         ('[mcp.o]\nargv = ["o"]\nshared = false\n', "mcp.o.shared"),
         ('[harness.h]\nargv = ["a"]\nharness = "claude-code"\n', "harness.h.harness"),

@@ -21,7 +21,7 @@ from harness.cli.common import control_request
 from harness.config import load_config
 from harness.demo import agent as demo_agent
 from harness.gateway.daemon import Daemon
-from support import DEMO_UPSTREAM, PY, await_until, toml_list
+from support import DEMO_UPSTREAM, FACADE_READ, PY, await_until, toml_list
 
 WAIT = 30.0
 
@@ -105,7 +105,8 @@ def test_an_in_process_daemon_serves_its_harness_answers_the_control_socket_relo
 
     asyncio.run(scenario())
 
-    assert capsys.readouterr().out == "inside: 0 tools: \n"  # unattributed: no upstream tools, no calls
+    # unattributed: no upstream tools and no calls; the facade's read tools only
+    assert capsys.readouterr().out == f"inside: {len(FACADE_READ)} tools: {', '.join(FACADE_READ)}\n"
     assert logged(db) == EXPECTED
     assert children, "the daemon started an upstream and a harness"
     _gone, alive = psutil.wait_procs(children, timeout=10)

@@ -8,6 +8,11 @@ import re
 from harness.config import Config, PolicyConfig, UpstreamConfig
 from harness.naming import MAX_EXPOSED_NAME, exposed_name
 from harness.rules.exposure import build_view, session_listing, tier_of, trim_description
+from harness.rules.gateway_tools import FACADE_WRITE_TOOLS
+from support import FACADE_READ
+
+FACADE = (*FACADE_READ, *(t["name"] for t in FACADE_WRITE_TOOLS))
+"""A harness that may write lists the facade's write tools too."""
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,50}$")
 
@@ -98,14 +103,14 @@ def test_trimming_falls_back_to_a_word_boundary_with_an_ellipsis():
 
 def test_lazy_exposure_lists_only_search_tools_and_call_tool_but_routes_everything():
     view = build_view(policy(exposure="lazy"), CONFIG, CATALOG)
-    assert [t["name"] for t in json.loads(view.listing_json)] == ["search_tools", "call_tool"]
+    assert [t["name"] for t in json.loads(view.listing_json)] == ["search_tools", "call_tool", *FACADE]
     assert "gitea__get_issue" in view.routes
 
 
 def test_top_k_lists_the_harness_top_tools_then_the_gateway_tools():
     view = build_view(policy(exposure="top_k", top_k=1), CONFIG, CATALOG)
     listed = json.loads(session_listing(view, [("gitea", "get_issue"), ("gitea", "x" * 60), ("gone", "t")]))
-    assert [t["name"] for t in listed] == ["gitea__get_issue", "search_tools", "call_tool"]
+    assert [t["name"] for t in listed] == ["gitea__get_issue", "search_tools", "call_tool", *FACADE]
 
 
 def test_a_shortened_name_resolves_under_its_unshortened_form_too():

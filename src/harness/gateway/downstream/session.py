@@ -8,23 +8,35 @@ more than the gateway's whole per-call overhead).
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from harness import __version__
 from harness.events import Event, SessionClosed, SessionInitialized, ToolSearchCompleted
 from harness.gateway.calls.inflight import CallInflight
 from harness.gateway.evidence.recording import CallRecorder
+from harness.gateway.library.prompts import PromptError, PromptLibrary
 from harness.gateway.upstream.link import UpstreamLink
 from harness.gateway.wire import jsonrpc
+from harness.rules.access import NotPermitted
 from harness.rules.exposure import Route, ToolView, session_listing
-from harness.rules.gateway_tools import CALL_TOOL, SEARCH_K_DEFAULT, SEARCH_K_MAX, SEARCH_TOOLS
+from harness.rules.gateway_tools import (
+    CALL_TOOL,
+    GATEWAY_TOOL_TIERS,
+    SEARCH_K_DEFAULT,
+    SEARCH_K_MAX,
+    SEARCH_TOOLS,
+)
 from harness.rules.routing import Identity, RoutingSnapshot
-from harness.vocabulary import Outcome
+from harness.vocabulary import Outcome, Tier
+
+log = logging.getLogger("harness.session")
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """Revisions a downstream session can negotiate through ``initialize`` (oldest first)."""
@@ -34,6 +46,16 @@ SERVER_NAME = "harness"
 SearchDone = Callable[[Any, BaseException | None], None]
 Searcher = Callable[[str, int, frozenset[str], SearchDone], None]
 """Runs a tool search off the loop: (query, k, allowed names, callback(hits, error) on the loop)."""
+
+
+class OwnTools(Protocol):
+    """The gateway's own tools and prompts (:class:`harness.gateway.facade.GatewayTools`)."""
+
+    prompts: PromptLibrary
+
+    def call(self, name: str, arguments: Mapping[str, Any], identity: Identity) -> Awaitable[dict[str, Any]]:
+        """One facade, trajectory or skill tool call's structured result."""
+        ...
 
 
 def _is_id(value: Any) -> bool:
@@ -77,6 +99,7 @@ class DownstreamSession:
         known: Callable[[str], Route | None] = lambda _name: None,
         search: Searcher = _no_search,
         token: str | None = None,
+        own: OwnTools | None = None,
     ) -> None:
         self.session_id = os.urandom(8).hex()
         self.token = token
@@ -93,6 +116,9 @@ class DownstreamSession:
         self._emit = emit
         self._closed = False
         self._on_close = on_close
+        self._own = own
+        self._own_calls: dict[Any, bool] = {}
+        """Gateway tool calls in flight, by request id: True once the client cancelled it."""
 
     # ---------------------------------------------------------------- dispatch
 
@@ -132,6 +158,8 @@ class DownstreamSession:
             self._call_tool(request_id, message)
         elif method == "tools/list":
             self._list_tools(request_id)
+        elif method in ("prompts/list", "prompts/get") and self._own is not None:
+            self._prompts(request_id, method, message.get("params"))
         else:
             self.send(jsonrpc.error(request_id, jsonrpc.METHOD_NOT_FOUND, f"method not found: {method}"))
 
@@ -169,6 +197,8 @@ class DownstreamSession:
             if entry is not None:
                 link, call = entry
                 link.cancel_call(call.upstream_id, "cancelled by the client")
+            elif request_id in self._own_calls:
+                self._own_calls[request_id] = True
 
     def _initialize(self, request_id: Any, params: Any) -> None:
         if self.protocol_version:
@@ -180,12 +210,15 @@ class DownstreamSession:
         self.protocol_version = version
         info = params.get("clientInfo") if isinstance(params, dict) else None
         info = info if isinstance(info, dict) else {}
+        capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
+        if self._own is not None and self._own.prompts.prompts:
+            capabilities["prompts"] = {"listChanged": False}
         self.send(
             jsonrpc.result(
                 request_id,
                 {
                     "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": True}},
+                    "capabilities": capabilities,
                     "serverInfo": {"name": SERVER_NAME, "version": __version__},
                     "instructions": "Harness gateway: tools of the upstream MCP servers your policy allows, "
                     "named <upstream>__<tool>.",
@@ -223,7 +256,7 @@ class DownstreamSession:
         elif not isinstance(arguments, dict):
             self._invalid(request_id, "tools/call params.arguments must be an object", name, None, started)
             return
-        if request_id in self.calls:
+        if request_id in self.calls or request_id in self._own_calls:
             self._invalid(request_id, "a call with this request id is already in flight", name, None, started)
             return
         if self.view.exposure != "full" and name in (SEARCH_TOOLS, CALL_TOOL):
@@ -243,6 +276,9 @@ class DownstreamSession:
                 **({"_meta": params["_meta"]} if "_meta" in params else {}),
             }
             message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        if name in GATEWAY_TOOL_TIERS:
+            self._own_call(request_id, name, arguments, started)
+            return
         self._forward(request_id, message, params, name, arguments, started)
 
     def _forward(
@@ -294,6 +330,69 @@ class DownstreamSession:
             response_bytes=response_bytes,
             span_id=call.span_id,
         )
+
+    def _own_call(self, request_id: Any, name: str, arguments: dict[str, Any], started: float) -> None:
+        """A facade, trajectory or skill tool: tier-checked here, run as a task on the loop, answered
+        and recorded (under ``harness``) when it ends."""
+        tier = GATEWAY_TOOL_TIERS[name]
+        route = Route(name, "harness", name, tier)
+        if self._own is None:
+            self._refuse(request_id, "unknown_tool", name, None, arguments, started)
+            return
+        if tier == "write" and "write" not in self.identity.allow:
+            self._refuse(request_id, "not_permitted", name, route, arguments, started)
+            return
+        self._own_calls[request_id] = False
+        task = asyncio.ensure_future(self._own.call(name, arguments, self.identity))
+        task.add_done_callback(lambda done: self._own_call_done(request_id, route, arguments, started, done))
+
+    def _own_call_done(
+        self, request_id: Any, route: Route, arguments: Any, started: float, task: asyncio.Future[Any]
+    ) -> None:
+        cancelled = self._own_calls.pop(request_id, False)
+        error = task.exception()
+        if isinstance(error, NotPermitted):
+            self._refuse(request_id, "not_permitted", route.tool, route, arguments, started)
+            return
+        outcome: Outcome = "ok"
+        reason = None
+        if error is None:
+            value = task.result()
+            text = json.dumps(value, ensure_ascii=False, default=str)
+            result = {
+                "content": [{"type": "text", "text": text}],
+                "structuredContent": value,
+                "isError": False,
+            }
+        else:
+            if not isinstance(error, ValueError):
+                log.error("gateway tool %s failed", route.tool, exc_info=error)
+            message = (
+                str(error) if isinstance(error, ValueError) else f"{route.tool} failed inside the gateway"
+            )
+            result = {"content": [{"type": "text", "text": message}], "isError": True}
+            outcome, reason = "tool_error", None
+        line = jsonrpc.result(request_id, result)
+        if cancelled:
+            outcome, reason = "cancelled", None
+        else:
+            self.send(line)
+        self._record_gateway_call(route.tool, arguments, outcome, reason, started, len(line), route.tier)
+
+    def _prompts(self, request_id: Any, method: str, params: Any) -> None:
+        """``prompts/list`` and ``prompts/get`` of the side-loaded prompts (no call-log row: no tool ran)."""
+        assert self._own is not None
+        library = self._own.prompts
+        if method == "prompts/list":
+            self.send(jsonrpc.result(request_id, {"prompts": library.listed()}))
+            return
+        params = params if isinstance(params, dict) else {}
+        try:
+            result = library.get(params.get("name"), params.get("arguments"))
+        except PromptError as exc:
+            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, str(exc)))
+            return
+        self.send(jsonrpc.result(request_id, result))
 
     def _search_tools(self, request_id: Any, arguments: dict[str, Any], started: float) -> None:
         query = arguments.get("query")
@@ -350,13 +449,20 @@ class DownstreamSession:
         }
 
     def _record_gateway_call(
-        self, tool: str, arguments: Any, outcome: Outcome, reason: str | None, started: float, size: int
+        self,
+        tool: str,
+        arguments: Any,
+        outcome: Outcome,
+        reason: str | None,
+        started: float,
+        size: int,
+        tier: Tier = "read",
     ) -> None:
         self.recorder.record(
             session=self,
             upstream="harness",
             tool=tool,
-            tier="read",
+            tier=tier,
             arguments=arguments,
             outcome=outcome,
             reason=reason,
