@@ -22,6 +22,7 @@ from harness.config import Config
 from harness.events import HarnessExited, ToolCatalogFetched
 from harness.rules.exposure import Route, ToolView, build_view, catalogue_routes, gateway_view
 from harness.rules.routing import Identity, RoutingSnapshot
+from harness.vocabulary import Exposure
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
         self._on_publish = on_publish
         self._catalogs: dict[str, tuple[dict[str, Any], ...]] = {}
         self._identities: dict[str, Identity] = {}
-        self._views: dict[tuple[str, bool], ToolView] = {}
+        self._views: dict[tuple[str, bool, Exposure], ToolView] = {}
         self._known: dict[str, Route] = {}
 
     def on_start(self) -> None:
@@ -114,20 +115,30 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
             if table is not None:
                 policy = config.policy_for(table.name)
                 self._identities[token] = replace(
-                    ident, policy=policy.name if policy else "", allow=frozenset(table.mcp_allow)
+                    ident,
+                    policy=policy.name if policy else "",
+                    allow=frozenset(table.mcp_allow),
+                    exposure=config.exposure_for(table.name),
                 )
         self._rebuild_views()
         self._publish()
 
     def _rebuild_views(self) -> None:
         cfg = self._config
+        modes: dict[str, set[Exposure]] = {name: {p.exposure} for name, p in cfg.policies.items()}
+        for harness in cfg.harnesses:  # a policy that sets no exposure takes each client's default
+            if (p := cfg.policy_for(harness)) is not None:
+                modes[p.name].add(cfg.exposure_for(harness))
         self._views = {
-            (name, read_only): build_view(p, cfg, self._catalogs, read_only=read_only)
+            (name, read_only, mode): build_view(
+                p.model_copy(update={"exposure": mode}), cfg, self._catalogs, read_only=read_only
+            )
             for name, p in cfg.policies.items()
+            for mode in sorted(modes[name])
             for read_only in (False, True)
         }
         for read_only in (False, True):  # a harness with no policy: the gateway's own tools only
-            self._views[("", read_only)] = gateway_view(cfg, read_only=read_only)
+            self._views[("", read_only, "full")] = gateway_view(cfg, read_only=read_only)
         routes, aliases, _tools = catalogue_routes(cfg, self._catalogs)
         self._known = {**routes, **{alias: routes[name] for alias, name in aliases.items()}}
 

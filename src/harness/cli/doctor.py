@@ -28,9 +28,8 @@ from harness.gateway.processes import minimal_env
 from harness.gateway.state_dir import MAX_SOCKET_PATH, StatePaths
 
 Status = Literal["ok", "note", "problem"]
-WIRED_ADAPTERS = frozenset({"generic"})
-"""Adapters whose client the daemon can wire: ``generic`` gets the gateway through its environment
-(``HARNESS_MCP_TOKEN``, ``HARNESS_SOCKET``) and launches ``harness mcp`` itself."""
+CLIENT_COMMANDS = {"claude-code": "claude", "codex": "codex", "crush": "crush"}
+"""The executable each adapter's flags are meant for (they go right after ``argv[0]``)."""
 SECTIONS = ("configuration", "daemon", "shared upstreams", "harnesses", "endpoints", "store")
 
 
@@ -91,8 +90,6 @@ def _configuration(report: Report, path: Path | None) -> Config | None:
         config = load_config(path)
     except ConfigError as exc:
         hints = [] if (line := key_line(Path(exc.file), exc.key)) is None else [f"line {line}"]
-        if re.fullmatch(r"harness\..+\.harness", exc.key) and exc.reason == "not supported yet":
-            hints.append("only the generic adapter is built: claude-code, codex and crush are not wired yet")
         report.add("configuration", "problem", str(exc) + (f" ({'; '.join(hints)})" if hints else ""))
         return None
     if not config.files:
@@ -205,10 +202,14 @@ def _harnesses(report: Report, config: Config) -> None:
 
 
 def _wiring(config: Config, harness: HarnessConfig) -> Iterator[tuple[Status, str]]:
-    if harness.harness in WIRED_ADAPTERS:
-        yield "ok", f"adapter {harness.harness}: wired through HARNESS_MCP_TOKEN and HARNESS_SOCKET"
-    else:
-        yield "problem", f"adapter {harness.harness}: its client is not wired automatically yet"
+    yield "ok", f"adapter {harness.harness}: {_adapter_wiring(harness)}"
+    command = CLIENT_COMMANDS.get(harness.harness)
+    if command is not None and harness.argv and Path(harness.argv[0]).name != command:
+        yield (
+            "note",
+            f"adapter {harness.harness} puts its flags right after argv[0] {harness.argv[0]!r}, "
+            f"which is not {command!r}: a wrapper must pass them on to {command}",
+        )
     own: dict[str, str] = {}
     if harness.env_file is not None:
         try:
@@ -230,6 +231,20 @@ def _wiring(config: Config, harness: HarnessConfig) -> Iterator[tuple[Status, st
         yield "problem", f"argv[0] {harness.argv[0]!r} is not an executable on the PATH it gets"
     else:
         yield "ok", f"argv[0] {harness.argv[0]} -> {found}"
+
+
+def _adapter_wiring(harness: HarnessConfig) -> str:
+    exclusive = harness.mcp_exclusive
+    return {
+        "generic": "no client config written; the agent launches `harness mcp` itself "
+        "(HARNESS_MCP_TOKEN and HARNESS_SOCKET are in its environment)",
+        "claude-code": f"--mcp-config=clients/{harness.name}/claude-mcp.json in the state dir"
+        + (" and --strict-mcp-config (the gateway only)" if exclusive else " (additive)"),
+        "codex": "-c mcp_servers.harness.* overrides"
+        + (", the user's own servers disabled" if exclusive else " (additive)"),
+        "crush": f"--data-dir=clients/{harness.name}/crush-data in the state dir"
+        + (", the user's own servers disabled" if exclusive else " (additive)"),
+    }[harness.harness]
 
 
 def _resolve(argv0: str, workdir: Path, own: dict[str, str]) -> str | None:

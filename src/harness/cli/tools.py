@@ -43,7 +43,7 @@ def _policy(config: Config, harness: str) -> PolicyConfig:
 def harness_view(g: Globals, view: StoreView, harness: str) -> ToolView:
     """The view the harness's policy gives over the catalogues in the store."""
     config = load_config(g.config)
-    policy = _policy(config, harness)
+    policy = _policy(config, harness).model_copy(update={"exposure": config.exposure_for(harness)})
     return build_view(policy, config, latest_catalogs(view), read_only=_read_only(config, harness))
 
 

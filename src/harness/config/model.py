@@ -18,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from harness.clients import CLIENTS
 from harness.config.frozen import FrozenMap, FrozenMapping
 from harness.vocabulary import Adapter, ArgsMode, Exposure, Tier
 
@@ -189,6 +190,14 @@ class Config(BaseModel):
         """The harness's ``mcp_policy``, else ``[mcp] default_policy``, else None; KeyError if unknown."""
         name = self.harnesses[harness].mcp_policy or self.mcp.default_policy
         return self.policies[name] if name else None
+
+    def exposure_for(self, harness: str) -> Exposure:
+        """The harness's exposure mode: its policy's ``exposure`` if the policy sets it, else its
+        client's default (:data:`harness.clients.CLIENTS`); KeyError if unknown."""
+        policy = self.policy_for(harness)
+        if policy is not None and "exposure" in policy.model_fields_set:
+            return policy.exposure
+        return CLIENTS[self.harnesses[harness].harness].default_exposure
 
 
 def empty_config() -> Config:

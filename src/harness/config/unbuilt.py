@@ -17,8 +17,6 @@ NOT_SUPPORTED_YET: Mapping[str, object] = MappingProxyType(
     {
         "mcp.listen": "",
         "mcp.*.shared": True,
-        "harness.*.harness": "generic",
-        "harness.*.mcp_exclusive": False,
     }
 )
 """Dotted-key pattern (``*`` stands for a table name) → the only value accepted for now."""

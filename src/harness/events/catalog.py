@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from harness.events.base import Event, stored
 from harness.vocabulary import Outcome, Tier, UpstreamStatus
 
@@ -134,6 +136,31 @@ class HarnessExited(Event):
 
     returncode: int | None
     """Its exit status; null if unknown."""
+
+
+@stored
+class HarnessStateChanged(Event):
+    """A harness that ended on its own with a failure is restarted after a backoff, or given up."""
+
+    STORED_NAME = "harness.state_changed"
+    harness: str
+    """The harness name."""
+
+    run_id: str
+    """The run that ended."""
+
+    state: Literal["restarting", "failed"]
+    """`restarting`: a new run starts after `delay_s`; `failed`: it failed too often (more than 5
+    restarts within 60 s) and stays down until `harness start` or `harness restart`."""
+
+    restarts: int
+    """Restarts since the backoff was last reset."""
+
+    delay_s: float | None
+    """For `restarting`: seconds until the next start."""
+
+    returncode: int | None
+    """The exit status that ended the run (negative: the signal)."""
 
 
 @stored

@@ -98,8 +98,9 @@ class ControlPlane:
 
     def _harness_state(self, name: str) -> tuple[str, Any]:
         spawner = self._fleet.spawner
-        proc = spawner.processes.get(name) if spawner else None
-        return ("stopped" if proc is None else proc.state), proc
+        if spawner is None:
+            return "stopped", None
+        return spawner.state_of(name), spawner.processes.get(name)
 
     def _session_count(self, harness: str) -> int:
         return sum(1 for s in self._fleet.sessions if s.identity.harness == harness)
@@ -165,7 +166,7 @@ class ControlPlane:
                 "workdir": str(workdir) if workdir else None,
                 "model": cfg.model,
                 "policy": policy.name if policy else None,
-                "exposure": policy.exposure if policy else None,
+                "exposure": fleet.config.exposure_for(name) if policy else None,
                 "mcp_allow": sorted(cfg.mcp_allow),
                 "autostart": cfg.autostart,
                 "state": state,

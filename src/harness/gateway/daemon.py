@@ -245,9 +245,11 @@ class Daemon:
             config=self.config,
             socket_path=self.paths.socket,
             log_dir=self.paths.harness_logs,
+            clients_dir=self.paths.clients,
             policy=self._policy,
             emit=self.emit,
             top_tools=self.reader.top_tools,
+            respawn=lambda cfg: self._spawn(cfg, keep_history=True),
         )
         for cfg in self.config.harnesses.values():
             if cfg.autostart:
@@ -301,7 +303,7 @@ class Daemon:
         actors = self._upstream_actors.pop(upstream.name, ())
         await asyncio.to_thread(lambda: [actor.stop(timeout=5) for actor in actors if actor.is_alive()])
 
-    async def _spawn(self, cfg: HarnessConfig) -> None:
+    async def _spawn(self, cfg: HarnessConfig, *, keep_history: bool = False) -> None:
         assert self._spawner is not None
         where = f"harness.{cfg.name} in {', '.join(map(str, self.config.files)) or 'the configuration'}"
         if cfg.workdir is not None and not cfg.workdir.is_dir():
@@ -310,7 +312,7 @@ class Daemon:
             )
             return
         try:
-            await self._spawner.spawn(cfg)
+            await self._spawner.spawn(cfg, keep_history=keep_history)
         except ConfigError as exc:
             log.error("harness %s: not started: env_file %s (%s)", cfg.name, exc, where)
         except OSError as exc:

@@ -28,6 +28,7 @@ _FILES = {
     "lock": "harness.lock",
     "upstream_logs": "upstreams",
     "harness_logs": "harnesses",
+    "clients": "clients",
 }
 
 
@@ -46,6 +47,8 @@ class StatePaths:
     """Each upstream's stderr, bounded."""
     harness_logs: Path = field(init=False)
     """Each harness's output, bounded."""
+    clients: Path = field(init=False)
+    """The client configurations adapters generate, one folder per harness."""
 
     def __post_init__(self) -> None:
         for attribute, name in _FILES.items():

@@ -9,6 +9,7 @@ from types import MappingProxyType
 from harness.events.attribution import UNATTRIBUTED as NO_ONE
 from harness.events.attribution import Attribution
 from harness.rules.exposure import EMPTY_VIEW, Route, ToolView
+from harness.vocabulary import Exposure
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,8 @@ class Identity:
     allow: frozenset[str]
     top_tools: tuple[tuple[str, str], ...] = ()
     """For top_k exposure: the (upstream, tool) pairs this run called most, fixed at spawn."""
+    exposure: Exposure = "full"
+    """The policy's mode, or the client's default when the policy sets none (``Config.exposure_for``)."""
 
     @property
     def harness(self) -> str | None:
@@ -43,8 +46,9 @@ class RoutingSnapshot:
 
     generation: int
     identities: Mapping[str, Identity]
-    views: Mapping[tuple[str, bool], ToolView]
-    """By (policy name, read-only): a harness without ``write`` gets the read-only view."""
+    views: Mapping[tuple[str, bool, Exposure], ToolView]
+    """By (policy name, read-only, exposure): a harness without ``write`` gets the read-only view;
+    the exposure is the harness's (its policy's, or its client's default)."""
     known: Mapping[str, Route] = field(default_factory=lambda: MappingProxyType({}))
     """Every exposed (and unshortened) tool name of every upstream, whatever the policies: a name
     here but not in a session's view is ``not_permitted`` (and recorded under its real upstream)."""
@@ -57,7 +61,7 @@ class RoutingSnapshot:
 
     def view_for(self, identity: Identity) -> ToolView:
         """The tool view of an identity's policy (empty for no policy)."""
-        return self.views.get((identity.policy, "write" not in identity.allow), EMPTY_VIEW)
+        return self.views.get((identity.policy, "write" not in identity.allow, identity.exposure), EMPTY_VIEW)
 
 
 EMPTY_SNAPSHOT = RoutingSnapshot(0, MappingProxyType({}), MappingProxyType({}))

@@ -66,12 +66,18 @@ def test_a_bad_configuration_is_a_problem_with_its_file_key_reason_and_line_and_
     assert "store" in done.stdout and "no store yet" in done.stdout
 
 
-def test_an_adapter_that_cannot_be_wired_yet_is_named_as_such(tmp_path):
-    config = write(tmp_path, GOOD.replace("[harness.idle]", '[harness.idle]\nharness = "claude-code"'))
+def test_each_adapter_says_how_it_wires_its_client_and_notes_an_argv0_that_is_not_the_client(tmp_path):
+    config = write(
+        tmp_path,
+        GOOD.replace(
+            "[harness.idle]", '[harness.idle]\nharness = "claude-code"\nmcp_exclusive = true\nargv = ["sh"]'
+        ),
+    )
     report = examine(globals_for(config, tmp_path / "state"))
-    [problem] = report.problems
-    assert "harness.idle.harness: not supported yet" in problem
-    assert "claude-code, codex and crush are not wired yet" in problem
+    assert report.problems == []
+    lines = [f.text for f in report.findings if f.text.startswith("idle: adapter")]
+    assert any("--mcp-config=clients/idle/claude-mcp.json" in t and "--strict-mcp-config" in t for t in lines)
+    assert any("is not 'claude'" in t for t in lines), lines
 
 
 def test_a_good_configuration_without_a_daemon_passes_and_lists_every_shared_upstream(tmp_path):

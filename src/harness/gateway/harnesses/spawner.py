@@ -18,10 +18,15 @@ import pykka
 
 from harness.actors.policy import ForgetToken, RegisterToken
 from harness.config import Config, HarnessConfig, config_hash, parse_env_file
-from harness.events import Attribution, Event, HarnessExited, HarnessSpawned
+from harness.events import Attribution, Event, HarnessExited, HarnessSpawned, HarnessStateChanged
 from harness.gateway.actor_bridge import ask
+from harness.gateway.harnesses.adapters import Spawn, wire
 from harness.gateway.processes import BoundedLog, minimal_env, signal_group, stop_group
+from harness.rules.restarts import SupervisorState, exited, initialized
 from harness.rules.routing import Identity
+
+RESTART_DELAY_S = 1.0
+"""A failed harness's first restart delay; it doubles per restart (the upstreams' default and policy)."""
 
 
 class _LoggedChild(asyncio.SubprocessProtocol):
@@ -80,6 +85,12 @@ def harness_bin_dir() -> str:
     return str(Path(found).parent) if found else str(own)
 
 
+def bridge_command() -> str:
+    """The ``harness`` command a client launches as its MCP server (an absolute path when found)."""
+    path = Path(harness_bin_dir()) / "harness"
+    return str(path) if path.exists() else "harness"
+
+
 class HarnessSpawner:
     """Spawns harnesses; the token is registered with the policy actor before the process starts."""
 
@@ -89,18 +100,43 @@ class HarnessSpawner:
         config: Config,
         socket_path: Path,
         log_dir: Path,
+        clients_dir: Path,
         policy: pykka.ActorRef[Any],
         emit: Callable[[Event], None],
         top_tools: Callable[[str, int], Awaitable[tuple[tuple[str, str], ...]]] | None = None,
+        respawn: Callable[[HarnessConfig], Awaitable[object]] | None = None,
     ) -> None:
         self.config = config
+        self._respawn = respawn or self.spawn
         self._top_tools = top_tools
         self._socket = socket_path.absolute()
         self._log_dir = log_dir
+        self._clients_dir = clients_dir
         self._policy = policy
         self._emit = emit
         self.processes: dict[str, HarnessProcess] = {}
         self._watchers: set[asyncio.Task[None]] = set()
+        self._supervision: dict[str, SupervisorState] = {}
+        """Each harness's restart history (the upstreams' policy: rules.restarts)."""
+        self._restarts: dict[str, asyncio.Task[None]] = {}
+        """Restarts waiting out their backoff."""
+
+    def state_of(self, name: str) -> str:
+        """``running``, ``restarting`` (waiting out a backoff), ``failed`` (restarted too often),
+        ``stopped`` (by the daemon, or never started) or ``exited`` (on its own, with status 0)."""
+        proc = self.processes.get(name)
+        if proc is not None and proc.running:
+            return "running"
+        if name in self._restarts:
+            return "restarting"
+        if self._supervision.get(name, SupervisorState()).status == "failed":
+            return "failed"
+        return "stopped" if proc is None else proc.state
+
+    def _cancel_restart(self, name: str) -> None:
+        task = self._restarts.pop(name, None)
+        if task is not None:
+            task.cancel()
 
     def running_pids(self) -> dict[int, str]:
         """Each running harness's pid (also its session id: it leads a session of its own)."""
@@ -110,15 +146,23 @@ class HarnessSpawner:
         """Where a harness's output goes (rolled over to ``<name>.log.1`` past 1 MiB)."""
         return self._log_dir / f"{name}.log"
 
-    async def spawn(self, cfg: HarnessConfig) -> HarnessProcess:
-        """Start one harness process with its minimal environment plus the gateway wiring."""
+    async def spawn(self, cfg: HarnessConfig, *, keep_history: bool = False) -> HarnessProcess:
+        """Start one harness process with its minimal environment plus the gateway wiring.
+
+        A start from the operator or the facade forgets the restart history; the supervisor's own
+        restarts (``keep_history``) keep it, so a harness that keeps failing ends ``failed``.
+        """
+        self._cancel_restart(cfg.name)
+        if not keep_history:
+            self._supervision.pop(cfg.name, None)
         token = secrets.token_urlsafe(32)
         run_id = uuid.uuid4().hex
         trace_id = secrets.token_hex(16)
         chash = config_hash(self.config, cfg.name)
         policy = self.config.policy_for(cfg.name)
+        exposure = self.config.exposure_for(cfg.name)
         top: tuple[tuple[str, str], ...] = ()
-        if policy is not None and policy.exposure == "top_k" and self._top_tools is not None:
+        if policy is not None and exposure == "top_k" and self._top_tools is not None:
             top = await self._top_tools(cfg.name, policy.top_k)
         attribution = Attribution(
             harness=cfg.name, run_id=run_id, adapter=cfg.harness, model=cfg.model, config_hash=chash
@@ -129,6 +173,7 @@ class HarnessSpawner:
             policy=policy.name if policy else "",
             allow=frozenset(cfg.mcp_allow),
             top_tools=top,
+            exposure=exposure,
         )
         await ask(self._policy, RegisterToken(token, identity))
         own = parse_env_file(cfg.env_file) if cfg.env_file else {}
@@ -143,9 +188,10 @@ class HarnessSpawner:
         log = BoundedLog(self.log_path(cfg.name))
         loop = asyncio.get_running_loop()
         try:
+            wiring = wire(Spawn(cfg, bridge_command(), self._clients_dir / cfg.name, env, workdir))
             transport, protocol = await loop.subprocess_exec(
                 lambda: _LoggedChild(log),
-                *cfg.argv,
+                *wiring.argv,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -159,6 +205,8 @@ class HarnessSpawner:
             raise
         proc = HarnessProcess(cfg.name, run_id, transport.get_pid(), token, time.time(), protocol, transport)
         self.processes[cfg.name] = proc
+        history = self._supervision.get(cfg.name, SupervisorState())
+        self._supervision[cfg.name] = initialized(history, time.monotonic())
         self._emit(
             HarnessSpawned(
                 ts=time.time(),
@@ -185,9 +233,41 @@ class HarnessSpawner:
         )
         proc.transport.close()
         log.close()
+        returncode = proc.transport.get_returncode()
+        if proc.stop_requested or returncode == 0 or self.processes.get(proc.name) is not proc:
+            return
+        decision = exited(
+            self._supervision.get(proc.name, SupervisorState()), time.monotonic(), RESTART_DELAY_S
+        )
+        self._supervision[proc.name] = decision.state
+        self._emit(
+            HarnessStateChanged(
+                ts=time.time(),
+                harness=proc.name,
+                run_id=proc.run_id,
+                state="failed" if decision.delay is None else "restarting",
+                restarts=decision.state.attempt,
+                delay_s=None if decision.delay is None else round(decision.delay, 3),
+                returncode=returncode,
+            )
+        )
+        if decision.delay is not None:
+            self._restarts[proc.name] = asyncio.get_running_loop().create_task(
+                self._restart_later(proc, decision.delay)
+            )
+
+    async def _restart_later(self, proc: HarnessProcess, delay: float) -> None:
+        await asyncio.sleep(delay)
+        self._restarts.pop(proc.name, None)
+        cfg = self.config.harnesses.get(proc.name)
+        if cfg is not None and self.processes.get(proc.name) is proc:
+            await self._respawn(cfg)
 
     async def stop(self, names: list[str]) -> None:
-        """Stop the named harnesses (SIGTERM to each group, SIGKILL after a grace period)."""
+        """Stop the named harnesses (SIGTERM to each group, SIGKILL after a grace period); a restart
+        waiting out its backoff is called off."""
+        for name in names:
+            self._cancel_restart(name)
         running = [p for n, p in self.processes.items() if n in names and p.running]
         for p in running:
             p.stop_requested = True
