@@ -196,3 +196,25 @@ def start_daemon_process(
 
 FACADE_READ = tuple(t["name"] for t in FACADE_READ_TOOLS)
 """The facade tools every session lists (an unattributed or read-only one too), in listing order."""
+
+
+def process_env(pid: int) -> dict[str, str]:
+    """A live process's environment, read from ``/proc`` (never from a configuration)."""
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
+
+
+def process_argv(pid: int) -> list[str]:
+    """A live process's argv, read from ``/proc``."""
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+
+
+def bridge_params(env: dict[str, str]) -> Any:
+    """How an SDK client launches ``harness mcp`` with ``env`` (a harness's token and socket)."""
+    from mcp import StdioServerParameters
+
+    return StdioServerParameters(command=PY, args=["-m", "harness", "mcp"], env=env)
+
+
+NPM_BIN = TESTS / "npm" / "node_modules" / ".bin"
+"""The real npm MCP servers and agent CLIs (``npm install --prefix tests/npm``; .ci/run does it)."""
