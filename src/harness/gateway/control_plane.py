@@ -247,10 +247,11 @@ class ControlPlane:
         spawner = _ready(self._fleet.spawner)
         async with self._lifecycle[name]:
             proc = spawner.processes.get(name)
-            if proc is None or not proc.running:
-                raise ValueError(f"harness {name!r} is not running ({self._harness_state(name)[0]})")
+            state = spawner.state_of(name)
+            if proc is None or state not in ("running", "restarting"):
+                raise ValueError(f"harness {name!r} is not running ({state})")
             await spawner.stop([name])
-        return {"stopped": name, "pid": proc.pid, "returncode": proc.returncode}
+        return {"stopped": name, "pid": proc.pid, "returncode": proc.returncode, "was": state}
 
     async def _start(self, args: dict[str, Any]) -> dict[str, Any]:
         """Start a harness that is not running, with a fresh token and run id."""

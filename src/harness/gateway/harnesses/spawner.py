@@ -133,10 +133,11 @@ class HarnessSpawner:
             return "failed"
         return "stopped" if proc is None else proc.state
 
-    def _cancel_restart(self, name: str) -> None:
+    def _cancel_restart(self, name: str) -> bool:
         task = self._restarts.pop(name, None)
         if task is not None:
             task.cancel()
+        return task is not None
 
     def running_pids(self) -> dict[int, str]:
         """Each running harness's pid (also its session id: it leads a session of its own)."""
@@ -267,7 +268,8 @@ class HarnessSpawner:
         """Stop the named harnesses (SIGTERM to each group, SIGKILL after a grace period); a restart
         waiting out its backoff is called off."""
         for name in names:
-            self._cancel_restart(name)
+            if self._cancel_restart(name) and (proc := self.processes.get(name)) is not None:
+                proc.stop_requested = True  # stopped while waiting out its backoff
         running = [p for n, p in self.processes.items() if n in names and p.running]
         for p in running:
             p.stop_requested = True

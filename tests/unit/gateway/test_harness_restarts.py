@@ -1,0 +1,59 @@
+"""Harness supervision in an in-process daemon with a short restart delay: a harness that keeps
+failing is restarted with backoff until it flaps and is left ``failed``; a start clears that; a
+stop while a restart waits out its backoff calls the restart off."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from harness.config import load_config
+from harness.events import Event, HarnessStateChanged
+from harness.gateway.daemon import Daemon
+from harness.gateway.harnesses import spawner
+from harness.rules.access import Caller
+from support import await_until
+
+OPERATOR = Caller(operator=True, harness=None, allow=frozenset({"read", "write"}), why="the test")
+
+
+def test_a_harness_that_keeps_failing_flaps_to_failed_and_a_stop_calls_off_a_pending_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(spawner, "RESTART_DELAY_S", 0.01)
+    config_path = tmp_path / "harness.toml"
+    config_path.write_text('[harness.crashy]\nargv = ["sh", "-c", "exit 7"]\n')
+    changes: list[tuple[str, int]] = []
+
+    def seen(event: Event) -> None:
+        assert isinstance(event, HarnessStateChanged)
+        changes.append((event.state, event.restarts))
+
+    async def scenario() -> None:
+        daemon = Daemon(load_config(config_path), tmp_path / "state", config_path)
+        daemon.bus.subscribe((HarnessStateChanged,), seen)
+        ready = asyncio.Event()
+        running = asyncio.create_task(daemon.run(ready=ready.set))
+        try:
+            await asyncio.wait_for(ready.wait(), 30)
+            procs = daemon.spawner
+            assert procs is not None
+            await await_until(lambda: procs.state_of("crashy") == "failed", timeout=20)
+            assert changes == [("restarting", n) for n in range(1, 6)] + [("failed", 5)]
+            with pytest.raises(ValueError, match="not running"):
+                await daemon.control.answer("stop", {"name": "crashy"}, OPERATOR)
+            monkeypatch.setattr(spawner, "RESTART_DELAY_S", 60.0)  # the next restart waits: stop it then
+            await daemon.control.answer("start", {"name": "crashy"}, OPERATOR)  # forgets the history
+            await await_until(lambda: procs.state_of("crashy") == "restarting", timeout=10)
+            assert changes[-1] == ("restarting", 1)
+            stopped = await daemon.control.answer("stop", {"name": "crashy"}, OPERATOR)
+            assert stopped["was"] == "restarting" and procs.state_of("crashy") == "stopped"
+            await asyncio.sleep(0.05)
+            assert changes[-1] == ("restarting", 1)  # nothing further happened
+        finally:
+            daemon.request_stop()
+            await asyncio.wait_for(running, 30)
+
+    asyncio.run(scenario())
