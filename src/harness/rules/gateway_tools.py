@@ -62,40 +62,22 @@ LAZY_TOOLS: Final = (SEARCH_TOOLS_DEF, CALL_TOOL_DEF)
 
 
 def _tool(
-    name: str,
-    title: str,
-    description: str,
-    properties: dict[str, Any],
-    required: tuple[str, ...],
-    *,
-    read_only: bool,
+    name: str, description: str, properties: dict[str, Any], required: tuple[str, ...], *, read_only: bool
 ) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    """A compact tool definition: these are listed to every session, so every byte is context."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = list(required)
     return {
         "name": name,
         "description": description,
         "inputSchema": schema,
-        "annotations": {"title": title, "readOnlyHint": read_only, "openWorldHint": False},
+        "annotations": {"readOnlyHint": read_only},
     }
 
 
-_NAME = {
-    "name": {
-        "type": "string",
-        "description": "A harness name (or, for describe/logs/restart, an upstream key).",
-    }
-}
-_LIMIT = {
-    "limit": {
-        "type": "integer",
-        "minimum": 1,
-        "maximum": 500,
-        "default": 50,
-        "description": "At most this many rows, the most recent.",
-    }
-}
+_NAME = {"name": {"type": "string", "description": "A harness (or upstream) name."}}
+_LIMIT = {"limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}}
 
 HARNESS_LIST: Final = "harness_list"
 HARNESS_DESCRIBE: Final = "harness_describe"
@@ -119,61 +101,26 @@ FACADE_COMMANDS: Final = {
 """Facade tool → the control-plane command it runs (the same handler as ``harness <command>``)."""
 
 FACADE_READ_TOOLS: Final[tuple[dict[str, Any], ...]] = (
-    _tool(
-        HARNESS_LIST,
-        "List harnesses",
-        "The harnesses of this fleet: adapter, state, pid, run id, policy and open sessions.",
-        {},
-        (),
-        read_only=True,
-    ),
-    _tool(
-        HARNESS_DESCRIBE,
-        "Describe a harness or upstream",
-        "One harness's configuration, state, run and sessions; or one upstream's state, breaker and tools.",
-        _NAME,
-        ("name",),
-        read_only=True,
-    ),
+    _tool(HARNESS_LIST, "List the fleet's harnesses: state, pid, run id, policy.", {}, (), read_only=True),
+    _tool(HARNESS_DESCRIBE, "Describe one harness or upstream.", _NAME, ("name",), read_only=True),
     _tool(
         HARNESS_LOGS,
-        "Read a harness's log",
-        "The last lines a harness printed (stdout and stderr), or an upstream's stderr.",
-        {
-            **_NAME,
-            "lines": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 10_000,
-                "default": 50,
-                "description": "How many lines, from the end.",
-            },
-        },
+        "The last lines a harness (or upstream) printed.",
+        {**_NAME, "lines": {"type": "integer", "minimum": 1, "maximum": 10_000, "default": 50}},
         ("name",),
         read_only=True,
     ),
     _tool(
         HARNESS_RUN_CALLS,
-        "A run's calls",
-        "The MCP calls of one run, oldest first, from the call log: tool, outcome, latency. Without "
-        "run_id: your own current run.",
-        {
-            "run_id": {"type": "string", "description": "A run id (harness_list shows each harness's)."},
-            **_LIMIT,
-        },
+        "A run's MCP calls from the call log, oldest first (default: your own run).",
+        {"run_id": {"type": "string"}, **_LIMIT},
         (),
         read_only=True,
     ),
     _tool(
         HARNESS_FAILURES,
-        "A harness's recent failures",
-        "A harness's most recent calls that did not succeed (tool errors, refusals, timeouts, upstream "
-        "failures), from the call log. Without harness: your own.",
-        {
-            "harness": {"type": "string", "description": "A harness name."},
-            "since": {"type": "string", "default": "24h", "description": "How far back: 30m, 24h, 7d."},
-            **_LIMIT,
-        },
+        "A harness's recent calls that did not succeed (default: your own).",
+        {"harness": {"type": "string"}, "since": {"type": "string", "default": "24h"}, **_LIMIT},
         (),
         read_only=True,
     ),
@@ -181,26 +128,11 @@ FACADE_READ_TOOLS: Final[tuple[dict[str, Any], ...]] = (
 """Listed to every session (an unattributed one too): reading the fleet is the read tier."""
 
 FACADE_WRITE_TOOLS: Final[tuple[dict[str, Any], ...]] = (
-    _tool(
-        HARNESS_START,
-        "Start a harness",
-        "Start a harness that is not running, with a fresh token and run.",
-        _NAME,
-        ("name",),
-        read_only=False,
-    ),
-    _tool(
-        HARNESS_STOP,
-        "Stop a harness",
-        "Stop a running harness (SIGTERM, then SIGKILL); it stays stopped until started.",
-        _NAME,
-        ("name",),
-        read_only=False,
-    ),
+    _tool(HARNESS_START, "Start a stopped harness (a new run and token).", _NAME, ("name",), read_only=False),
+    _tool(HARNESS_STOP, "Stop a running harness.", _NAME, ("name",), read_only=False),
     _tool(
         HARNESS_RESTART,
-        "Restart a harness or upstream",
-        "Restart a harness (a fresh token and run) or an upstream server (clears a failed state).",
+        "Restart a harness (a new run and token) or an upstream.",
         _NAME,
         ("name",),
         read_only=False,
@@ -211,27 +143,15 @@ FACADE_WRITE_TOOLS: Final[tuple[dict[str, Any], ...]] = (
 SKILL_TOOLS: Final[tuple[dict[str, Any], ...]] = (
     _tool(
         SEARCH_SKILLS,
-        "Search skills",
-        "Find skills (written procedures for recurring tasks) by what you want to do; you get names and "
-        "descriptions. Read one with get_skill.",
-        {
-            "query": {"type": "string", "description": "What you want to do, in words."},
-            "k": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": SEARCH_K_MAX,
-                "default": 5,
-                "description": "How many skills to return.",
-            },
-        },
+        "Find skills (procedures for recurring tasks) by what you want to do; read one with get_skill.",
+        {"query": {"type": "string"}, "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}},
         ("query",),
         read_only=True,
     ),
     _tool(
         GET_SKILL,
-        "Read a skill",
-        "A skill's full instructions (its SKILL.md), by the name search_skills gave.",
-        {"name": {"type": "string", "description": "The skill's name."}},
+        "A skill's full instructions, by name.",
+        {"name": {"type": "string"}},
         ("name",),
         read_only=True,
     ),
