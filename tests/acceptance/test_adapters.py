@@ -88,7 +88,10 @@ def _session(command: str, args: list[str], env: dict[str, str]) -> tuple[list[s
         params = StdioServerParameters(command=command, args=args, env=env)
         async with Client(params, mode="legacy", cache=None) as client:
             names = [t.name for t in (await client.list_tools()).tools]
-            result = await client.call_tool("harness_run_calls", {})
+            if "call_tool" in names:  # lazy: the facade is reachable through call_tool too
+                result = await client.call_tool("call_tool", {"name": "harness_run_calls", "arguments": {}})
+            else:
+                result = await client.call_tool("harness_run_calls", {})
             return names, None if result.is_error else result.structured_content["run_id"]
 
     return anyio.run(session)

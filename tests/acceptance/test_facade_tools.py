@@ -190,6 +190,19 @@ def test_skills_prompts_and_trajectory_tools_answer_and_every_tool_call_is_a_row
     ]
     assert all(r["upstream"] == "harness" and r["harness"] == "reader" for r in retrievals)
 
+    (tmp_path / "skills" / "rotate").mkdir()
+    (tmp_path / "skills" / "rotate" / "SKILL.md").write_text(
+        "---\ndescription: Rotate a service's signing keys.\n---\n"
+    )
+    daemon.harness_cli("reload")  # skills are read again; live sessions search the new set
+
+    async def after_reload() -> list[str]:
+        async with Client(bridge_params(env), mode="legacy", cache=None) as client:
+            found = _structured(await client.call_tool("search_skills", {"query": "rotate keys", "k": 1}))
+            return [s["name"] for s in found["skills"]]
+
+    assert anyio.run(after_reload) == ["rotate"]
+
 
 async def _prompt_error(client: Client) -> str:
     try:

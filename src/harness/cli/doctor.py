@@ -80,6 +80,7 @@ def examine(g: Globals) -> Report:
     if config is not None:
         _shared(report, config)
         _harnesses(report, config)
+        _libraries(report, config)
     _endpoints(report, g.paths, config, running=report.daemon is not None)
     _store(report, g.paths, config)
     return report
@@ -199,6 +200,25 @@ def _harnesses(report: Report, config: Config) -> None:
     for name, harness in config.harnesses.items():
         for status, text in _wiring(config, harness):
             report.add("harnesses", status, f"{name}: {text}")
+
+
+def _libraries(report: Report, config: Config) -> None:
+    """What ``skill_paths`` and ``prompt_paths`` serve; each file left out is a problem."""
+    from harness.gateway.facade import read_libraries
+
+    if not (config.mcp.skill_paths or config.mcp.prompt_paths):
+        return
+    skills, prompts = read_libraries(config)
+    try:
+        for kind, count, problems in (
+            ("skills", len(skills.skills), skills.problems),
+            ("prompts", len(prompts.prompts), prompts.problems),
+        ):
+            report.add("configuration", "ok", f"{kind}: {count} served")
+            for problem in problems:
+                report.add("configuration", "problem", f"{kind}: left out: {problem}")
+    finally:
+        skills.close()
 
 
 def _wiring(config: Config, harness: HarnessConfig) -> Iterator[tuple[Status, str]]:

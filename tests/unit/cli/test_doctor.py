@@ -143,3 +143,18 @@ def test_the_line_of_a_dotted_key_is_found_in_its_table(tmp_path):
     assert key_line(path, "mcp.gitea.argv[0]") == 5
     assert key_line(path, "mcp.gitea.timeout") == 4
     assert key_line(path, "harness.x") is None
+
+
+def test_skills_and_prompts_are_counted_and_a_file_left_out_is_a_problem(tmp_path):
+    (tmp_path / "skills" / "ok").mkdir(parents=True)
+    (tmp_path / "skills" / "ok" / "SKILL.md").write_text("---\ndescription: Fine.\n---\n")
+    (tmp_path / "skills" / "bad").mkdir()
+    (tmp_path / "skills" / "bad" / "SKILL.md").write_text("no front matter\n")
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "p.md").write_text("Hello.\n")
+    text = '[mcp]\nskill_paths = ["skills"]\nprompt_paths = ["prompts"]\n\n' + GOOD
+    report = examine(globals_for(write(tmp_path, text), tmp_path / "state"))
+    texts = [f.text for f in report.findings]
+    assert "skills: 1 served" in texts and "prompts: 1 served" in texts
+    [problem] = report.problems
+    assert problem.startswith("skills: left out:") and "bad/SKILL.md" in problem

@@ -43,6 +43,9 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 
 SERVER_NAME = "harness"
 
+MAX_OWN_CALLS = 16
+"""Gateway tool calls (facade, trajectory, skills) one session may have in flight; more are refused."""
+
 SearchDone = Callable[[Any, BaseException | None], None]
 Searcher = Callable[[str, int, frozenset[str], SearchDone], None]
 """Runs a tool search off the loop: (query, k, allowed names, callback(hits, error) on the loop)."""
@@ -342,6 +345,10 @@ class DownstreamSession:
         if tier == "write" and "write" not in self.identity.allow:
             self._refuse(request_id, "not_permitted", name, route, arguments, started)
             return
+        if len(self._own_calls) >= MAX_OWN_CALLS:
+            detail = f"{MAX_OWN_CALLS} gateway tool calls are already in flight; wait for their answers"
+            self._invalid(request_id, detail, name, arguments, started)
+            return
         self._own_calls[request_id] = False
         task = asyncio.ensure_future(self._own.call(name, arguments, self.identity))
         task.add_done_callback(lambda done: self._own_call_done(request_id, route, arguments, started, done))
@@ -350,6 +357,9 @@ class DownstreamSession:
         self, request_id: Any, route: Route, arguments: Any, started: float, task: asyncio.Future[Any]
     ) -> None:
         cancelled = self._own_calls.pop(request_id, False)
+        if task.cancelled():  # the daemon is stopping
+            self._record_gateway_call(route.tool, arguments, "cancelled", None, started, 0, route.tier)
+            return
         error = task.exception()
         if isinstance(error, NotPermitted):
             self._refuse(request_id, "not_permitted", route.tool, route, arguments, started)
