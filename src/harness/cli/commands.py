@@ -338,10 +338,12 @@ def _cmd_status(ns: argparse.Namespace, g: Globals) -> int:
             f"{'UPSTREAM':<20} {'STATE':<11} {'PID':>7} {'TOOLS':>5} {'IN-FLIGHT':>9} {'WAITING':>7}  BREAKER"
         )
         for name, u in upstreams.items():
-            print(
-                f"{name:<20} {u['state']:<11} {u['pid'] or '-':>7} {u['tools']:>5} {u['in_flight']:>9} "
-                f"{u['waiting']:>7}  {u['breaker']}"
-            )
+            rows = [(name, u), *((f"  @{h}", i) for h, i in u.get("instances", {}).items())]
+            for label, r in rows:
+                print(
+                    f"{label:<20} {r['state']:<11} {r['pid'] or '-':>7} {r['tools']:>5} {r['in_flight']:>9} "
+                    f"{r['waiting']:>7}  {r['breaker']}"
+                )
     else:
         print("no upstreams configured")
     harnesses: dict[str, str] = result.get("harnesses", {})

@@ -184,9 +184,11 @@ def _daemon(report: Report, paths: StatePaths, config: Config | None) -> dict[st
 
 def _shared(report: Report, config: Config) -> None:
     for name, upstream in config.upstreams.items():
-        if not upstream.shared:
-            continue
         reached = [h for h in config.harnesses if (p := config.policy_for(h)) and name in p.servers]
+        if not upstream.shared:
+            who = ", ".join(reached) if reached else "no harness's policy reaches it"
+            report.add("shared upstreams", "note", f"{name}: shared = false, one instance per harness: {who}")
+            continue
         report.shared_upstreams.append({"upstream": name, "reached_by": reached})
         who = ", ".join(reached) if reached else "no harness's policy reaches it"
         report.add("shared upstreams", "note", f"{name}: shared = true, one instance for every caller: {who}")

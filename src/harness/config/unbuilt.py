@@ -16,7 +16,6 @@ from harness.config.errors import ConfigError
 NOT_SUPPORTED_YET: Mapping[str, object] = MappingProxyType(
     {
         "mcp.listen": "",
-        "mcp.*.shared": True,
     }
 )
 """Dotted-key pattern (``*`` stands for a table name) → the only value accepted for now."""

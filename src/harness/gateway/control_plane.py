@@ -20,6 +20,7 @@ from harness.gateway.downstream.session import DownstreamSession
 from harness.gateway.harnesses.spawner import HarnessSpawner
 from harness.gateway.state_dir import StatePaths
 from harness.gateway.upstream.supervised import SupervisedUpstream
+from harness.gateway.upstream.unshared import UnsharedUpstreams
 from harness.rules.access import Caller, check
 
 DEFAULT_LOG_LINES = 50
@@ -44,6 +45,11 @@ class Fleet(Protocol):
     @property
     def upstreams(self) -> Mapping[str, SupervisedUpstream]:
         """Every upstream by key."""
+        ...
+
+    @property
+    def unshared(self) -> UnsharedUpstreams:
+        """The per-harness instances of ``shared = false`` upstreams."""
         ...
 
     @property
@@ -134,12 +140,34 @@ class ControlPlane:
             "breaker": up.link.gate.state.status,
         }
 
+    def _unshared_row(self, name: str) -> dict[str, Any]:
+        """A ``shared = false`` upstream: one row per running instance, by harness."""
+        rows = {
+            harness: self._upstream_row(up) for harness, up in sorted(self._fleet.unshared.of(name).items())
+        }
+        return {
+            "state": "unshared",
+            "pid": None,
+            "tools": max((row["tools"] for row in rows.values()), default=0),
+            "in_flight": sum(row["in_flight"] for row in rows.values()),
+            "waiting": sum(row["waiting"] for row in rows.values()),
+            "breaker": "-",
+            "instances": rows,
+        }
+
     async def _status(self, _args: dict[str, Any]) -> dict[str, Any]:
         fleet = self._fleet
         return {
             "pid": os.getpid(),
             "version": __version__,
-            "upstreams": {name: self._upstream_row(up) for name, up in sorted(fleet.upstreams.items())},
+            "upstreams": {
+                **{name: self._upstream_row(up) for name, up in fleet.upstreams.items()},
+                **{
+                    name: self._unshared_row(name)
+                    for name, c in fleet.config.upstreams.items()
+                    if not c.shared
+                },
+            },
             "harnesses": {name: self._harness_state(name)[0] for name in sorted(fleet.config.harnesses)},
             "sessions": sum(1 for _ in fleet.sessions),
             "sessions_per_harness": dict(Counter(s.identity.harness or "" for s in fleet.sessions)),
@@ -181,6 +209,16 @@ class ControlPlane:
                 ],
             }
         up = fleet.upstreams.get(name)
+        config = fleet.config.upstreams.get(name)
+        if up is None and config is not None and not config.shared:
+            return {
+                "kind": "upstream",
+                "name": name,
+                "shared": False,
+                "transport": config.kind,
+                "command": config.argv[0] if config.argv else str(config.url),
+                **self._unshared_row(name),
+            }
         if up is None:
             raise ValueError(f"no harness or upstream named {name!r}")
         config = up.config
@@ -223,6 +261,11 @@ class ControlPlane:
             proc = spawner.processes.get(name)
             return {"restarted": name, "kind": "harness", "pid": proc.pid if proc else None}
         upstream = fleet.upstreams.get(name)
+        instances = fleet.unshared.of(name)
+        if upstream is None and instances:
+            async with self._lifecycle[f"upstream:{name}"]:
+                await asyncio.gather(*(up.restart("restart requested") for up in instances.values()))
+            return {"restarted": name, "kind": "upstream", "instances": sorted(instances)}
         if upstream is None:
             raise ValueError(f"no harness or upstream named {name!r}")
         async with self._lifecycle[f"upstream:{name}"]:

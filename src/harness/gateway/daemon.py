@@ -61,11 +61,12 @@ from harness.gateway.facade import GatewayTools, read_libraries
 from harness.gateway.harnesses.spawner import HarnessSpawner
 from harness.gateway.processes import BoundedLog
 from harness.gateway.state_dir import DaemonLock, StatePaths
-from harness.gateway.store_reader import StoreReader
+from harness.gateway.store_reader import StoreReader, latest_catalogue
 from harness.gateway.upstream.admission import BreakerGate
 from harness.gateway.upstream.link import INIT_TIMEOUT_S, UpstreamLink
 from harness.gateway.upstream.supervised import SupervisedUpstream
 from harness.gateway.upstream.transports import connector
+from harness.gateway.upstream.unshared import UnsharedUpstreams
 from harness.rules.breaker import CLOSED
 from harness.rules.routing import EMPTY_SNAPSHOT, RoutingSnapshot
 
@@ -101,7 +102,8 @@ class Daemon:
         self.reader = StoreReader(self.paths.db)
         self._background: set[asyncio.Task[None]] = set()
         self._reloading = asyncio.Lock()
-        self._upstream_actors: dict[str, tuple[Any, ...]] = {}
+        self._upstream_actors: dict[SupervisedUpstream, tuple[Any, ...]] = {}
+        self.unshared = UnsharedUpstreams(self._instance, self._stop_upstream, self._harness_workdir)
         self.control = ControlPlane(self)
         self.own_tools = GatewayTools(read_libraries(config), self.control, self.reader)
         self._metrics = MetricsListener(StatusPage(lambda: self._loop, self.control.status, self.paths.db))
@@ -142,10 +144,16 @@ class Daemon:
         for session in self.sessions:
             session.deliver(message)
 
-    def link(self, name: str) -> UpstreamLink | None:
-        """The wire of an upstream, by key."""
+    def link(self, name: str, harness: str | None = None) -> UpstreamLink | None:
+        """The wire of an upstream, by key: the shared instance, or for a ``shared = false`` one the
+        harness's own instance (started now if it has none)."""
         upstream = self.upstreams.get(name)
-        return upstream.link if upstream is not None else None
+        if upstream is not None:
+            return upstream.link
+        config = self.config.upstreams.get(name)
+        if config is None or config.shared:
+            return None
+        return self.unshared.link(config, harness)
 
     # ---------------------------------------------------------------- sessions
 
@@ -156,7 +164,7 @@ class Daemon:
         session = DownstreamSession(
             identity=identity,
             view=snapshot.view_for(identity),
-            links=self.link,
+            links=lambda name: self.link(name, identity.harness),
             recorder=self.recorder,
             emit=self.emit,
             send=send,
@@ -218,6 +226,7 @@ class Daemon:
         self.intake.attach(self._writer)
         self._policy = PolicyActor.start(self.config, self.routing, self._published)
         self.bus.subscribe_actor((ToolCatalogFetched, HarnessExited), self._policy)
+        self.bus.subscribe((HarnessExited,), self._harness_exited)
         self.emit(
             DaemonStarted(
                 ts=time.time(),
@@ -227,10 +236,14 @@ class Daemon:
             )
         )
         for up in self.config.upstreams.values():
-            self._new_upstream(up)
+            if up.shared:
+                self._new_upstream(up)
         async with anyio.create_task_group() as tg:
             for upstream in self.upstreams.values():
                 tg.start_soon(upstream.start)
+            for up in self.config.upstreams.values():
+                if not up.shared:
+                    tg.start_soon(self._catalogue_unshared, up)
         with anyio.move_on_after(INIT_TIMEOUT_S):
             for upstream in self.upstreams.values():
                 await upstream.first_attempt.wait()
@@ -273,10 +286,23 @@ class Daemon:
         listen = self.config.mcp.metrics_listen
         self._metrics.serve(loopback_address(listen) if listen else None)
 
+    def _config_folder(self) -> Path:
+        return self.config.files[0].parent if self.config.files else Path.cwd()
+
+    def _harness_workdir(self, harness: str) -> Path:
+        cfg = self.config.harnesses.get(harness)
+        return cfg.workdir if cfg is not None and cfg.workdir is not None else self._config_folder()
+
     def _new_upstream(self, config: UpstreamConfig) -> SupervisedUpstream:
-        """An upstream's actors, wire and supervision, registered under its key (a stdio child runs
-        in the config file's folder)."""
-        cwd = self.config.files[0].parent if self.config.files else Path.cwd()
+        """A shared upstream's actors, wire and supervision, registered under its key (a stdio child
+        runs in the config file's folder)."""
+        upstream = self._instance(config, self._config_folder(), config.name)
+        self.upstreams[config.name] = upstream
+        return upstream
+
+    def _instance(self, config: UpstreamConfig, cwd: Path, label: str) -> SupervisedUpstream:
+        """One running instance of an upstream table: its actors, wire and supervision; its stderr
+        goes to ``upstreams/<label>.log``."""
         breaker_state = Published(CLOSED)
         status: Published[Any] = Published("starting")
         breaker = BreakerActor.start(
@@ -285,7 +311,7 @@ class Daemon:
         supervisor = UpstreamActor.start(config.name, config.restart_delay, status, self.emit)
         gate = BreakerGate(breaker, breaker_state, config.breaker_cooldown, time.monotonic)
         link = UpstreamLink(config, gate=gate, status=status)
-        log_file = BoundedLog(self.paths.upstream_logs / f"{config.name}.log")
+        log_file = BoundedLog(self.paths.upstream_logs / f"{label}.log")
         upstream = SupervisedUpstream(
             link,
             supervisor=supervisor,
@@ -293,14 +319,37 @@ class Daemon:
             publish=self.emit,
             log_file=log_file,
         )
-        self._upstream_actors[config.name] = (breaker, supervisor)
-        self.upstreams[config.name] = upstream
+        self._upstream_actors[upstream] = (breaker, supervisor)
         return upstream
+
+    async def _catalogue_unshared(self, config: UpstreamConfig) -> None:
+        """Give the policy actor a ``shared = false`` upstream's catalogue before any instance runs:
+        the one the store kept, else a probe's."""
+        assert self._policy is not None
+        try:
+            kept = await asyncio.to_thread(latest_catalogue, self.paths.db, config.name)
+        except Exception as exc:  # a store that cannot be read here: the probe still gives the list
+            log.warning("upstream %s: no kept catalogue (%s); probing", config.name, exc)
+            kept = None
+        if kept is not None:
+            self._policy.tell(kept)
+            return
+        try:
+            await self.unshared.probe(config, self._config_folder())
+        except Exception:  # the daemon starts regardless; the list fills on the first instance
+            log.exception("upstream %s: the catalogue probe failed", config.name)
+
+    def _harness_exited(self, event: Event) -> None:
+        """A harness's process ended: its ``shared = false`` instances stop."""
+        assert isinstance(event, HarnessExited)
+        task = asyncio.get_running_loop().create_task(self.unshared.stop_harness(event.harness))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _stop_upstream(self, upstream: SupervisedUpstream) -> None:
         """Stop its process, then its actors."""
         await upstream.stop()
-        actors = self._upstream_actors.pop(upstream.name, ())
+        actors = self._upstream_actors.pop(upstream, ())
         await asyncio.to_thread(lambda: [actor.stop(timeout=5) for actor in actors if actor.is_alive()])
 
     async def _spawn(self, cfg: HarnessConfig, *, keep_history: bool = False) -> None:
@@ -389,10 +438,17 @@ class Daemon:
         names = old.upstreams.keys() | new.upstreams.keys()
         changed = sorted(n for n in names if old.upstreams.get(n) != new.upstreams.get(n))
         stopping = [self.upstreams.pop(n) for n in changed if n in self.upstreams]
-        await asyncio.gather(*(self._stop_upstream(up) for up in stopping), return_exceptions=True)
+        await asyncio.gather(
+            *(self._stop_upstream(up) for up in stopping),
+            *(self.unshared.stop_upstream(n) for n in changed),
+            return_exceptions=True,
+        )
         for name in changed:
-            if name in new.upstreams:
-                await self._new_upstream(new.upstreams[name]).start()
+            config = new.upstreams.get(name)
+            if config is not None and config.shared:
+                await self._new_upstream(config).start()
+            elif config is not None:
+                await self._catalogue_unshared(config)
         return changed
 
     def request_stop(self, reason: str = "requested") -> None:
@@ -412,7 +468,9 @@ class Daemon:
             await self._spawner.stop_all()
         log.debug("harnesses stopped after %.3fs", time.perf_counter() - started)
         await asyncio.gather(
-            *(self._stop_upstream(up) for up in list(self.upstreams.values())), return_exceptions=True
+            *(self._stop_upstream(up) for up in list(self.upstreams.values())),
+            self.unshared.stop_all(),
+            return_exceptions=True,
         )
         log.debug("upstreams stopped after %.3fs", time.perf_counter() - started)
         self._metrics.close()

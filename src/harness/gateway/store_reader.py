@@ -10,6 +10,7 @@ from typing import Any
 
 import apsw
 
+from harness.events import ToolCatalogFetched, decode
 from harness.reading import StoreView
 from harness.store import open_read_only
 
@@ -74,3 +75,25 @@ class StoreReader:
         if self._view is not None:
             self._view.close()
             self._view = None
+
+
+def latest_catalogue(db: Path, upstream: str) -> ToolCatalogFetched | None:
+    """The newest catalogue event of ``upstream`` that the tool index holds (found through the
+    index's ``position`` column: no scan of the log), or None (no store, or no tools kept)."""
+    if not db.exists():
+        return None
+    conn = open_read_only(db)
+    try:
+        row = conn.execute(
+            "SELECT e.name, e.version, e.data FROM events AS e WHERE e.position ="
+            " (SELECT max(position) FROM tool_index WHERE upstream = ?)",
+            (upstream,),
+        ).fetchone()
+    except apsw.SQLError:  # no tool index yet
+        return None
+    finally:
+        conn.close()
+    if row is None:
+        return None
+    event = decode(*row)
+    return event if isinstance(event, ToolCatalogFetched) else None

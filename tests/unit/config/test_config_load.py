@@ -276,7 +276,6 @@ def test_a_bare_number_is_not_a_duration(tmp_path):
     ("text", "key"),
     [
         ('[mcp]\nlisten = "127.0.0.1:9000"\n', "mcp.listen"),
-        ('[mcp.o]\nargv = ["o"]\nshared = false\n', "mcp.o.shared"),
     ],
 )
 def test_an_unbuilt_key_set_to_a_non_default_value_is_not_supported_yet(tmp_path, text, key):

@@ -122,6 +122,8 @@ class DownstreamSession:
         self._own = own
         self._own_calls: dict[Any, bool] = {}
         """Gateway tool calls in flight, by request id: True once the client cancelled it."""
+        self._held: dict[Any, asyncio.Task[None]] = {}
+        """Calls waiting for their upstream's first start (a ``shared = false`` instance)."""
 
     # ---------------------------------------------------------------- dispatch
 
@@ -202,6 +204,8 @@ class DownstreamSession:
                 link.cancel_call(call.upstream_id, "cancelled by the client")
             elif request_id in self._own_calls:
                 self._own_calls[request_id] = True
+            elif (held := self._held.pop(request_id, None)) is not None:
+                held.cancel()
 
     def _initialize(self, request_id: Any, params: Any) -> None:
         if self.protocol_version:
@@ -259,7 +263,7 @@ class DownstreamSession:
         elif not isinstance(arguments, dict):
             self._invalid(request_id, "tools/call params.arguments must be an object", name, None, started)
             return
-        if request_id in self.calls or request_id in self._own_calls:
+        if request_id in self.calls or request_id in self._own_calls or request_id in self._held:
             self._invalid(request_id, "a call with this request id is already in flight", name, None, started)
             return
         if self.view.exposure != "full" and name in (SEARCH_TOOLS, CALL_TOOL):
@@ -305,6 +309,9 @@ class DownstreamSession:
             return
         link = self._links(route.upstream)
         if link is None or not link.available:
+            if link is not None and link.status == "starting" and not link.first_attempt.is_set():
+                self._hold(link, request_id, message, params, name, arguments, started)
+                return
             self._refuse(request_id, "upstream_unavailable", name, route, arguments, started)
             return
         meta = params.get("_meta")
@@ -312,6 +319,51 @@ class DownstreamSession:
         call = CallInflight(self, request_id, link.new_call_id(), route, arguments, token, started)
         self.calls[request_id] = (link, call)
         link.submit(call, message, params)
+
+    def _hold(
+        self,
+        link: UpstreamLink,
+        request_id: Any,
+        message: dict[str, Any],
+        params: dict[str, Any],
+        name: str,
+        arguments: dict[str, Any],
+        started: float,
+    ) -> None:
+        """Forward a call once its upstream's first start is over (within the upstream's timeout,
+        counted from the call's arrival); a cancellation meanwhile ends it unanswered."""
+
+        async def when_started() -> None:
+            remaining = link.config.timeout - (time.perf_counter() - started)
+            try:
+                await asyncio.wait_for(link.first_attempt.wait(), max(remaining, 0.0))
+            except TimeoutError:
+                pass
+            finally:
+                self._held.pop(request_id, None)
+            self._forward(request_id, message, params, name, arguments, started)
+
+        task = asyncio.ensure_future(when_started())
+        self._held[request_id] = task
+
+        def ended(done: asyncio.Future[None]) -> None:
+            if done.cancelled():
+                route = self.view.resolve(name)
+                real = route.upstream if route else "harness"
+                self.recorder.record(
+                    session=self,
+                    upstream=real,
+                    tool=route.tool if route else name,
+                    tier=route.tier if route else "read",
+                    arguments=arguments,
+                    outcome="cancelled",
+                    reason=None,
+                    started=started,
+                    response_bytes=0,
+                    span_id=os.urandom(8).hex(),
+                )
+
+        task.add_done_callback(ended)
 
     def call_ended(
         self, call: CallInflight, outcome: Outcome, reason: str | None, response_bytes: int
@@ -590,6 +642,9 @@ class DownstreamSession:
         for link, call in list(self.calls.values()):
             link.cancel_call(call.upstream_id, "the client disconnected")
         self.calls.clear()
+        for held in list(self._held.values()):
+            held.cancel()
+        self._held.clear()
         self._emit(
             SessionClosed(
                 ts=time.time(), session_id=self.session_id, harness=self.identity.harness, reason=reason

@@ -59,6 +59,8 @@ class UpstreamLink:
         self._admitting: dict[int, _Admitting] = {}
         self._transport: Transport | None = None
         self.on_list_changed: Callable[[], None] = lambda: None
+        self.first_attempt = asyncio.Event()
+        """Set once the first start finished, up or not (a call to a ``starting`` link waits for it)."""
 
     # ---------------------------------------------------------------- state
 

@@ -54,7 +54,7 @@ class SupervisedUpstream:
         self.protocol_version = ""
         self.tools: list[dict[str, Any]] = []
         self.pid = 0
-        self.first_attempt = asyncio.Event()
+        self.first_attempt = link.first_attempt
         self._connect = connect
         self._publish = publish
         self._log = log_file
