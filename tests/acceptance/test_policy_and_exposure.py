@@ -9,7 +9,7 @@ import pytest
 from harness.demo.upstream import LONG_TOOL_NAME
 from harness.naming import exposed_name
 from support import DEMO_UPSTREAM as UPSTREAM
-from support import free_port, probe_argv, read_out, steps, toml_list, wait_until
+from support import FACADE_READ, free_port, probe_argv, read_out, steps, toml_list, wait_until
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
@@ -50,7 +50,7 @@ def test_a_policy_that_excludes_gitea_shows_no_gitea_tool_anywhere_and_refuses_c
     )
     out = read_out(out_file)
     assert "fatal" not in out, out
-    assert out["tools"] == ["search_tools", "call_tool"]
+    assert out["tools"] == ["search_tools", "call_tool", *FACADE_READ]
     searches, refused_lazy, refused_direct, allowed = (
         out["steps"][: len(HOSTILE_QUERIES)],
         *out["steps"][len(HOSTILE_QUERIES) :],
@@ -97,7 +97,7 @@ def test_lazy_mode_costs_fewer_schema_bytes_than_full_mode_for_the_same_servers(
         config += f'[harness.{mode}]\nargv = {toml_list(probe_argv(out))}\nmcp_policy = "{mode}"\n\n'
     start_daemon(config)
     listed = {mode: read_out(out)["tools"] for mode, out in outs.items()}
-    assert listed["lazy"] == ["search_tools", "call_tool"]
+    assert listed["lazy"] == ["search_tools", "call_tool", *FACADE_READ]
     assert len(listed["full"]) > 5
     metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     gauge = {
@@ -128,7 +128,7 @@ def test_a_60_character_tool_behind_a_20_character_key_is_exposed_within_50_and_
     )
     out = read_out(out_file)
     assert len(exposed) <= 50
-    assert out["tools"] == ["search_tools", "call_tool"]  # top_k with no history yet: the gateway tools
+    assert out["tools"] == ["search_tools", "call_tool", *FACADE_READ]  # top_k, no history: the gateway's
     for step in out["steps"]:
         assert step["result"]["content"][0]["text"] == "60 characters", step
     rows = wait_until(lambda: (r := daemon.calls()) and len(r) >= 3 and r, timeout=10)

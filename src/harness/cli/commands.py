@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
-import time
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -209,13 +210,18 @@ def _cmd_calls(ns: argparse.Namespace, g: Globals) -> int:
     rows = view.calls(harness=ns.harness, since=since, limit=ns.limit)
     for row in rows:
         print(show(row), flush=ns.follow)
+    if not ns.follow:
+        return 0
+    # SIGINT sets a flag rather than raising: a KeyboardInterrupt raised inside the SQLite library's
+    # C code can be lost there, and the loop would never end (seen under load in CI).
+    interrupted = threading.Event()
+    signal.signal(signal.SIGINT, lambda _sig, _frame: interrupted.set())
     last = rows[-1]["position"] if rows else 0
-    while ns.follow:
-        time.sleep(0.3)
+    while not interrupted.wait(0.3):
         for row in view.calls(harness=ns.harness, since=since, after_position=last):
             print(show(row), flush=True)
             last = row["position"]
-    return 0
+    return 130
 
 
 def _cmd_replay(ns: argparse.Namespace, g: Globals) -> int:
