@@ -33,7 +33,7 @@ from support import (
     wait_until,
 )
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 SECRET = "upstream-secret-7f3a9c"
 CLIENT_COMMAND = {"claude-code": "claude", "codex": "codex", "crush": "crush", "generic": "agent"}

@@ -13,6 +13,7 @@ from support import PY, probe_argv, read_out, toml_list, wait_until
 
 pytestmark = [
     pytest.mark.acceptance,
+    pytest.mark.slow,
     pytest.mark.skipif(
         importlib.util.find_spec("mcp_server_time") is None
         or importlib.util.find_spec("mcp_server_git") is None,

@@ -11,7 +11,7 @@ import pytest
 
 from support import DEMO_UPSTREAM, probe_argv, read_out, toml_list, wait_until
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 
 def _instances(daemon) -> list[psutil.Process]:

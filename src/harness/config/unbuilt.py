@@ -13,11 +13,7 @@ from pydantic import BaseModel
 
 from harness.config.errors import ConfigError
 
-NOT_SUPPORTED_YET: Mapping[str, object] = MappingProxyType(
-    {
-        "mcp.listen": "",
-    }
-)
+NOT_SUPPORTED_YET: Mapping[str, object] = MappingProxyType({})
 """Dotted-key pattern (``*`` stands for a table name) → the only value accepted for now."""
 
 

@@ -45,6 +45,7 @@ from harness.gateway.actor_bridge import ask
 from harness.gateway.control_plane import ControlPlane
 from harness.gateway.downstream.connection import session_opened_event
 from harness.gateway.downstream.control_socket import ControlSocket
+from harness.gateway.downstream.http_endpoint import HttpEndpoint
 from harness.gateway.downstream.session import DownstreamSession, PolicyPublished
 from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.evidence.metrics import (
@@ -96,6 +97,7 @@ class Daemon:
         self._policy: pykka.ActorRef[Any] | None = None
         self._spawner: HarnessSpawner | None = None
         self._server: asyncio.AbstractServer | None = None
+        self._http: HttpEndpoint | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop = asyncio.Event()
         self._stop_reason = ""
@@ -157,8 +159,10 @@ class Daemon:
 
     # ---------------------------------------------------------------- sessions
 
-    def new_session(self, token: str | None, send: Any, bridge_version: int) -> DownstreamSession:
-        """A session for a bridge connection presenting ``token``."""
+    def new_session(
+        self, token: str | None, send: Any, bridge_version: int, transport: str = "stdio-bridge"
+    ) -> DownstreamSession:
+        """A session for a bridge connection (or an HTTP client) presenting ``token``."""
         snapshot = self.routing.current
         identity = snapshot.identify(token)
         session = DownstreamSession(
@@ -175,8 +179,32 @@ class Daemon:
             own=self.own_tools,
         )
         TOOL_SCHEMA_BYTES.labels(identity.harness or "").set(len(session.listing))
-        self.emit(session_opened_event(session, "stdio-bridge", bridge_version))
+        self.emit(session_opened_event(session, transport, bridge_version))
         return session
+
+    def _http_session(self, token: str, send: Any) -> DownstreamSession:
+        session = self.new_session(token, send, 0, transport="http")
+        self._track(session)
+        return session
+
+    async def _serve_http(self) -> None:
+        """Start, move or stop the loopback HTTP endpoint as ``[mcp] listen`` says."""
+        listen = self.config.mcp.listen
+        current = self._http
+        if current is not None and listen and (current.host, current.port) == loopback_address(listen):
+            return
+        if current is not None:
+            self._http = None
+            await current.close()
+        if listen:
+            host, port = loopback_address(listen)
+            endpoint = HttpEndpoint(host, port, self._http_session, lambda: self.routing.current.identities)
+            try:
+                await endpoint.start()
+            except OSError as exc:
+                log.error("listen %s: cannot listen: %s", listen, exc.strerror or exc)
+                return
+            self._http = endpoint
 
     def _track(self, session: DownstreamSession) -> None:
         self.sessions.add(session)
@@ -254,6 +282,7 @@ class Daemon:
         self._serve_metrics()
         await self._apply_telemetry()
         self._server = await self._listen()
+        await self._serve_http()
         self._spawner = HarnessSpawner(
             config=self.config,
             socket_path=self.paths.socket,
@@ -413,6 +442,7 @@ class Daemon:
             except OSError as exc:
                 log.error("metrics_listen %s: cannot listen: %s", new.mcp.metrics_listen, exc.strerror or exc)
             await self._apply_telemetry()
+            await self._serve_http()
             self.own_tools.use(await asyncio.to_thread(read_libraries, new))
             assert self._policy is not None and self._spawner is not None
             self._spawner.config = new
@@ -461,6 +491,8 @@ class Daemon:
             task.cancel()
         if self._server is not None:
             self._server.close()
+        if self._http is not None:
+            await self._http.close()
         for session in list(self.sessions):
             session.close("daemon stopping")
         started = time.perf_counter()

@@ -1,0 +1,505 @@
+"""The loopback Streamable HTTP endpoint (``[mcp] listen``): the same sessions as the bridge, for
+clients that only accept a URL.
+
+``POST /mcp`` carries JSON-RPC messages; a request is answered with ``application/json`` when the
+session answered it at once (``initialize``, ``tools/list``, a refusal), else with an SSE stream
+(``text/event-stream``, chunked) that carries the call's progress notifications and ends with its
+answer. ``GET /mcp`` opens the session's one standalone SSE stream (``tools/list_changed``);
+``DELETE /mcp`` ends the session. Written by hand on asyncio rather than on the SDK's ASGI
+transport: the session already speaks JSON-RPC as bytes, and the SDK's transport would parse every
+message into pydantic objects and back, and bring an ASGI server with its own signal handling into
+the daemon.
+
+Checks, in this order (the answer to the first that fails):
+
+==========================================  =====================================================
+``Host`` not this endpoint's loopback name  421 (DNS rebinding: a page on evil.example resolving
+                                            to 127.0.0.1 sends its own Host)
+``Origin`` present and not loopback         403 (a browser page on another origin)
+no ``Authorization: Bearer <token>``        401, ``WWW-Authenticate: Bearer``
+a token no running harness holds            401
+no ``Mcp-Session-Id`` (not ``initialize``)  400
+an unknown or ended session id              404 (the client starts a new session)
+the session was opened with another token   403
+==========================================  =====================================================
+
+Over TCP there is no peer process to place in the daemon's tree: the token alone decides who a
+session is (docs/control-socket.md explains what the bridge checks besides).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.gateway.downstream.session import HANDSHAKE_VERSIONS, DownstreamSession
+from harness.gateway.wire import jsonrpc
+from harness.rules.routing import Identity
+
+log = logging.getLogger(__name__)
+
+PATH = "/mcp"
+MAX_BODY = 4 << 20
+"""Bytes of one POST body (the bridge's line limit is of the same order)."""
+MAX_HEAD = 16 << 10
+"""Bytes of a request line and its headers."""
+MAX_CONNECTIONS = 256
+MAX_SESSIONS_PER_TOKEN = 16
+KEEP_ALIVE_S = 120.0
+"""An idle keep-alive connection is closed after this long."""
+
+SessionFactory = Callable[[str, Callable[[bytes], None]], DownstreamSession]
+"""Opens a downstream session for a token with a ``send`` callback (the daemon's ``new_session``)."""
+
+_REASONS = {
+    200: "OK",
+    202: "Accepted",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    406: "Not Acceptable",
+    409: "Conflict",
+    411: "Length Required",
+    413: "Content Too Large",
+    415: "Unsupported Media Type",
+    421: "Misdirected Request",
+    429: "Too Many Requests",
+    431: "Request Header Fields Too Large",
+    501: "Not Implemented",
+}
+
+
+class HttpRefusal(Exception):
+    """A request answered with an HTTP error status and a one-line reason."""
+
+    def __init__(self, status: int, reason: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.headers = dict(headers or {})
+
+
+@dataclass
+class _Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass(eq=False)
+class _Exchange:
+    """One POST's answer: the requests it carried, their progress tokens, what goes back."""
+
+    ids: set[Any]
+    tokens: set[Any]
+    lines: asyncio.Queue[bytes | None] = field(default_factory=asyncio.Queue)
+    notified: bool = False
+    """A notification was routed here (the answer must be a stream, not one JSON body)."""
+
+    def put(self, line: bytes, *, answer_to: Any = None) -> None:
+        self.lines.put_nowait(line)
+        if answer_to is None:
+            self.notified = True
+        else:
+            self.ids.discard(answer_to)
+            if not self.ids:
+                self.lines.put_nowait(None)
+
+
+class HttpSession:
+    """A downstream session reached over HTTP: routes what the session sends to the POST stream of
+    the request it answers (or whose progress token it carries), else to the GET stream."""
+
+    def __init__(self, token: str, new_session: SessionFactory) -> None:
+        self.id = secrets.token_urlsafe(24)
+        self.token = token
+        self._by_id: dict[Any, _Exchange] = {}
+        self._by_token: dict[Any, _Exchange] = {}
+        self.current: _Exchange | None = None
+        """The exchange whose messages the session is handling right now (synchronous answers)."""
+        self.standalone: asyncio.Queue[bytes | None] | None = None
+        self.session = new_session(token, self.send)
+
+    def open_exchange(self, messages: list[Any]) -> _Exchange:
+        """An exchange for the requests among ``messages``, registered before the session sees them."""
+        ids: set[Any] = set()
+        tokens: set[Any] = set()
+        for m in messages:
+            if isinstance(m, dict) and isinstance(m.get("method"), str) and _is_id(m.get("id")):
+                ids.add(m["id"])
+                meta = m.get("params", {}).get("_meta") if isinstance(m.get("params"), dict) else None
+                if isinstance(meta, dict) and _is_id(meta.get("progressToken")):
+                    tokens.add(meta["progressToken"])
+        exchange = _Exchange(ids, tokens)
+        for request_id in ids:
+            self._by_id.setdefault(request_id, exchange)  # an id in flight keeps its exchange
+        for token in tokens:
+            self._by_token.setdefault(token, exchange)
+        return exchange
+
+    def close_exchange(self, exchange: _Exchange) -> None:
+        """Forget an exchange (answered, or its client went away)."""
+        for table in (self._by_id, self._by_token):
+            for key in [k for k, v in table.items() if v is exchange]:
+                del table[key]
+
+    def send(self, line: bytes) -> None:
+        """The session's output: to the exchange it belongs to, else the GET stream, else dropped."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        request_id = message.get("id") if isinstance(message, dict) else None
+        is_answer = isinstance(message, dict) and "method" not in message
+        current = self.current
+        if is_answer and current is not None and (request_id is None or request_id in current.ids):
+            current.put(line, answer_to=request_id if request_id in current.ids else None)
+            if request_id is not None and self._by_id.get(request_id) is current:
+                del self._by_id[request_id]
+            return
+        if is_answer and (exchange := self._by_id.pop(request_id, None)) is not None:
+            exchange.put(line, answer_to=request_id)
+            return
+        if isinstance(message, dict) and message.get("method") == "notifications/progress":
+            params = message.get("params")
+            token = params.get("progressToken") if isinstance(params, dict) else None
+            if (exchange := self._by_token.get(token)) is not None:
+                exchange.put(line)
+                return
+        if self.standalone is not None:
+            self.standalone.put_nowait(line)
+
+    def end(self, reason: str) -> None:
+        """End the session: its streams close."""
+        self.session.close(reason)
+        if self.standalone is not None:
+            self.standalone.put_nowait(None)
+        for exchange in {*self._by_id.values(), *self._by_token.values()}:
+            exchange.lines.put_nowait(None)
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
+class HttpEndpoint:
+    """Serves ``/mcp`` on one loopback address."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        new_session: SessionFactory,
+        identities: Callable[[], Mapping[str, Identity]],
+    ) -> None:
+        self.host, self.port = host, port
+        self._new_session = new_session
+        self._identities = identities
+        self.sessions: dict[str, HttpSession] = {}
+        self._server: asyncio.AbstractServer | None = None
+        self._connections: set[asyncio.Task[Any]] = set()
+        names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
+        self._hosts = {f"{name}:{port}" for name in names}
+        self._origins = {f"http://{name}:{port}" for name in names}
+
+    async def start(self) -> None:
+        """Listen (OSError if the address is taken)."""
+        self._server = await asyncio.start_server(self._connected, self.host, self.port, limit=MAX_HEAD)
+        if self.port == 0:
+            self.port = self._server.sockets[0].getsockname()[1]
+            names = {"127.0.0.1", "localhost", "[::1]"}
+            self._hosts = {f"{name}:{self.port}" for name in names}
+            self._origins = {f"http://{name}:{self.port}" for name in names}
+
+    async def close(self) -> None:
+        """Stop listening, end every session and connection."""
+        if self._server is not None:
+            self._server.close()
+        for session in list(self.sessions.values()):
+            session.end("the HTTP endpoint stopped")
+        self.sessions.clear()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+
+    # ---------------------------------------------------------------- connections
+
+    async def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        if len(self._connections) >= MAX_CONNECTIONS:
+            writer.close()
+            return
+        self._connections.add(task)
+        try:
+            while True:
+                try:
+                    request = await asyncio.wait_for(_read_request(reader), KEEP_ALIVE_S)
+                except HttpRefusal as refusal:
+                    await _respond_refusal(writer, refusal, close=True)
+                    return
+                if request is None:
+                    return
+                keep = await self._serve(request, reader, writer)
+                if not keep or request.headers.get("connection", "").lower() == "close":
+                    return
+        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve(
+        self, request: _Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
+        """Answer one request; False when the connection must close."""
+        try:
+            self._check(request)
+            token = self._token(request)
+            if request.method == "POST":
+                return await self._post(request, token, reader, writer)
+            session = self._session(request, token)
+            if request.method == "GET":
+                return await self._get(request, session, reader, writer)
+            session.end("the client ended the session (DELETE)")
+            self.sessions.pop(session.id, None)
+            await _respond(writer, 200, b"", {})
+            return True
+        except HttpRefusal as refusal:
+            await _respond_refusal(writer, refusal)
+            return True
+
+    def _check(self, request: _Request) -> None:
+        if request.path.split("?", 1)[0] != PATH:
+            raise HttpRefusal(404, f"not found: the endpoint is {PATH}")
+        host = request.headers.get("host", "")
+        if host not in self._hosts:
+            raise HttpRefusal(421, f"Host {host!r} is not this loopback endpoint (DNS rebinding protection)")
+        origin = request.headers.get("origin")
+        if origin is not None and origin not in self._origins:
+            raise HttpRefusal(
+                403, f"Origin {origin!r} is not allowed (only this endpoint's own loopback origin)"
+            )
+        if request.method not in ("POST", "GET", "DELETE"):
+            raise HttpRefusal(405, f"method {request.method} is not allowed", {"Allow": "POST, GET, DELETE"})
+        version = request.headers.get("mcp-protocol-version")
+        if version is not None and version not in HANDSHAKE_VERSIONS:
+            raise HttpRefusal(400, f"unsupported MCP-Protocol-Version {version!r}")
+
+    def _token(self, request: _Request) -> str:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        challenge = {"WWW-Authenticate": 'Bearer realm="harness"'}
+        if scheme.lower() != "bearer" or not token.strip():
+            raise HttpRefusal(401, "send Authorization: Bearer <the harness's HARNESS_MCP_TOKEN>", challenge)
+        token = token.strip()
+        if token not in self._identities():
+            for session in [s for s in self.sessions.values() if s.token == token]:
+                session.end("its token is no longer valid")
+                self.sessions.pop(session.id, None)
+            raise HttpRefusal(401, "the token is not a running harness's", challenge)
+        return token
+
+    def _session(self, request: _Request, token: str) -> HttpSession:
+        session_id = request.headers.get("mcp-session-id")
+        if not session_id:
+            raise HttpRefusal(400, "Mcp-Session-Id is missing: send initialize first, then its session id")
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise HttpRefusal(404, "no such session (it ended): initialize a new one")
+        if not secrets.compare_digest(session.token, token):
+            raise HttpRefusal(403, "this session was opened with another token")
+        return session
+
+    # ---------------------------------------------------------------- methods
+
+    async def _post(
+        self, request: _Request, token: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
+        if "application/json" not in request.headers.get("content-type", ""):
+            raise HttpRefusal(415, "Content-Type must be application/json")
+        accept = request.headers.get("accept", "")
+        if "application/json" not in accept or "text/event-stream" not in accept:
+            raise HttpRefusal(406, "Accept must list application/json and text/event-stream")
+        try:
+            message = jsonrpc.parse(request.body)
+        except jsonrpc.NotJSON as exc:
+            body = jsonrpc.error(None, jsonrpc.PARSE_ERROR, f"parse error: {exc.reason}")
+            await _respond(writer, 400, body, {"Content-Type": "application/json"})
+            return True
+        messages = message if isinstance(message, list) else [message]
+        opens = any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
+        if opens:
+            if request.headers.get("mcp-session-id"):
+                raise HttpRefusal(400, "initialize opens a new session: send it without Mcp-Session-Id")
+            if sum(1 for s in self.sessions.values() if s.token == token) >= MAX_SESSIONS_PER_TOKEN:
+                raise HttpRefusal(429, f"{MAX_SESSIONS_PER_TOKEN} sessions are open with this token; end one")
+            session = HttpSession(token, self._new_session)
+            self.sessions[session.id] = session
+        else:
+            session = self._session(request, token)
+        exchange = session.open_exchange(messages)
+        answers_expected = bool(exchange.ids)
+        session.current = exchange
+        try:
+            session.session.handle(message)
+        finally:
+            session.current = None
+        headers = {"Mcp-Session-Id": session.id}
+        if not answers_expected:
+            session.close_exchange(exchange)
+            refused = _drain(exchange.lines)  # an invalid message is answered with a null id
+            if refused:
+                await _respond(
+                    writer, 400, refused[0].rstrip(b"\n"), {**headers, "Content-Type": "application/json"}
+                )
+            else:
+                await _respond(writer, 202, b"", headers)
+            return True
+        if not exchange.ids and not exchange.notified:  # every answer is already there: plain JSON
+            session.close_exchange(exchange)
+            lines = _drain(exchange.lines)
+            body = lines[0].rstrip(b"\n") if not isinstance(message, list) else _json_array(lines)
+            await _respond(writer, 200, body, {**headers, "Content-Type": "application/json"})
+            return True
+        try:
+            return await _stream(writer, reader, exchange.lines, headers)
+        finally:
+            session.close_exchange(exchange)
+
+    async def _get(
+        self,
+        request: _Request,
+        session: HttpSession,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> bool:
+        if "text/event-stream" not in request.headers.get("accept", ""):
+            raise HttpRefusal(406, "Accept must list text/event-stream")
+        if session.standalone is not None:
+            raise HttpRefusal(409, "this session's GET stream is already open")
+        session.standalone = asyncio.Queue()
+        try:
+            return await _stream(writer, reader, session.standalone, {"Mcp-Session-Id": session.id})
+        finally:
+            session.standalone = None
+
+
+# -------------------------------------------------------------------- HTTP/1.1
+
+
+async def _read_request(reader: asyncio.StreamReader) -> _Request | None:
+    """One request, or None at a clean end of the connection."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as exc:
+        if not exc.partial.strip():
+            return None
+        raise HttpRefusal(400, "incomplete request head") from None
+    except asyncio.LimitOverrunError:
+        raise HttpRefusal(431, f"request head larger than {MAX_HEAD} bytes") from None
+    try:
+        lines = head.decode("latin-1").split("\r\n")
+        method, target, version = lines[0].split(" ")
+    except ValueError:
+        raise HttpRefusal(400, "malformed request line") from None
+    if not version.startswith("HTTP/1."):
+        raise HttpRefusal(400, f"unsupported protocol {version!r}")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if not line:
+            continue
+        name, sep, value = line.partition(":")
+        key = name.strip().lower()
+        if not sep or not key or (key == "host" and key in headers):
+            raise HttpRefusal(400, "malformed header")
+        headers[key] = value.strip()
+    if "transfer-encoding" in headers:
+        raise HttpRefusal(501, "chunked request bodies are not supported; send Content-Length")
+    length_text = headers.get("content-length", "0")
+    if not length_text.isdigit():
+        raise HttpRefusal(400, "bad Content-Length")
+    length = int(length_text)
+    if length > MAX_BODY:
+        raise HttpRefusal(413, f"a body is at most {MAX_BODY} bytes")
+    if method == "POST" and "content-length" not in headers:
+        raise HttpRefusal(411, "a POST needs Content-Length")
+    body = await reader.readexactly(length) if length else b""
+    return _Request(method, target, headers, body)
+
+
+async def _respond(
+    writer: asyncio.StreamWriter, status: int, body: bytes, headers: Mapping[str, str]
+) -> None:
+    head = [f"HTTP/1.1 {status} {_REASONS.get(status, '')}", f"Content-Length: {len(body)}"]
+    head += [f"{k}: {v}" for k, v in headers.items()]
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+    await writer.drain()
+
+
+async def _respond_refusal(
+    writer: asyncio.StreamWriter, refusal: HttpRefusal, *, close: bool = False
+) -> None:
+    body = json.dumps({"error": refusal.reason}).encode()
+    headers = {**refusal.headers, "Content-Type": "application/json"}
+    if close:
+        headers["Connection"] = "close"
+    with contextlib.suppress(ConnectionError):
+        await _respond(writer, refusal.status, body, headers)
+
+
+async def _stream(
+    writer: asyncio.StreamWriter,
+    reader: asyncio.StreamReader,
+    lines: asyncio.Queue[bytes | None],
+    headers: Mapping[str, str],
+) -> bool:
+    """An SSE response (chunked) of ``lines`` until None; False if the client went away first."""
+    head = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Cache-Control: no-cache"]
+    head += ["Transfer-Encoding: chunked", *(f"{k}: {v}" for k, v in headers.items())]
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+    gone = asyncio.ensure_future(reader.read(1))  # a client sends nothing while it reads a stream
+    try:
+        while True:
+            if lines.empty():
+                getter = asyncio.ensure_future(lines.get())
+                done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
+                if getter not in done:
+                    getter.cancel()
+                    return False
+                line = getter.result()
+            else:
+                line = lines.get_nowait()
+            if line is None:
+                break
+            event = b"event: message\r\ndata: " + line.rstrip(b"\n") + b"\r\n\r\n"
+            writer.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return True
+    finally:
+        gone.cancel()
+
+
+def _drain(queue: asyncio.Queue[bytes | None]) -> list[bytes]:
+    out = []
+    while not queue.empty():
+        item = queue.get_nowait()
+        if item is not None:
+            out.append(item)
+    return out
+
+
+def _json_array(lines: list[bytes]) -> bytes:
+    return b"[" + b",".join(line.rstrip(b"\n") for line in lines) + b"]"

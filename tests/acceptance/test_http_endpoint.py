@@ -1,0 +1,156 @@
+"""The loopback Streamable HTTP endpoint (``[mcp] listen``) through a real daemon: the official SDK
+client over HTTP with a harness's token; progress reaches the right call; and the refusals: no
+token (401), a foreign Host (421, DNS rebinding) or Origin (403), another token on a session (403)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from support import DEMO_UPSTREAM, NPM_BIN, free_port, process_env, toml_list, wait_until
+
+pytestmark = pytest.mark.acceptance
+
+EVERYTHING = NPM_BIN / "mcp-server-everything"
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
+
+
+def _config(port: int) -> str:
+    upstreams = f"[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n"
+    servers = '["demo"]'
+    if EVERYTHING.exists():
+        upstreams += f'[mcp.everything]\nargv = ["{EVERYTHING}"]\nread_tools = ["*"]\n\n'
+        servers = '["demo", "everything"]'
+    return (
+        f'[mcp]\nlisten = "127.0.0.1:{port}"\n\n{upstreams}[mcp_policy.p]\nservers = {servers}\n\n'
+        '[harness.a]\nargv = ["sleep", "600"]\nmcp_policy = "p"\n\n'
+        '[harness.b]\nargv = ["sleep", "600"]\nmcp_policy = "p"\n'
+    )
+
+
+def _tokens(daemon) -> dict[str, str]:
+    rows = wait_until(
+        lambda: (
+            (r := json.loads(daemon.harness_cli("list", "--json").stdout)) and all(x["pid"] for x in r) and r
+        )
+    )
+    return {row["name"]: process_env(row["pid"])["HARNESS_MCP_TOKEN"] for row in rows}
+
+
+def _post(url: str, body: dict, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **headers,
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+@pytest.mark.slow
+def test_an_sdk_client_over_http_is_the_harness_its_token_names_and_gets_its_progress(start_daemon):
+    port = free_port()
+    daemon = start_daemon(_config(port))
+    tokens = _tokens(daemon)
+    seen: dict = {}
+
+    async def scenario() -> None:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['a']}"})
+        async with (
+            http,
+            Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client,
+        ):
+            names = [t.name for t in (await client.list_tools()).tools]
+            seen["names"] = names
+            seen["echo"] = (await client.call_tool("demo__echo", {"text": "over http"})).content[0].text
+            run = await client.call_tool("harness_run_calls", {})
+            seen["run_id"] = run.structured_content["run_id"]
+            if "everything__trigger-long-running-operation" in names:
+                progress: list[float] = []
+
+                async def on_progress(value: float, total: float | None, message: str | None) -> None:
+                    progress.append(value)
+
+                result = await client.call_tool(
+                    "everything__trigger-long-running-operation",
+                    {"duration": 1, "steps": 4},
+                    progress_callback=on_progress,
+                )
+                seen["progress"] = progress
+                seen["long"] = result.is_error
+
+    anyio.run(scenario)
+    assert "demo__echo" in seen["names"] and "harness_list" in seen["names"]
+    assert seen["echo"] == "over http"
+    listed = {r["name"]: r["run_id"] for r in json.loads(daemon.harness_cli("list", "--json").stdout)}
+    assert seen["run_id"] == listed["a"]  # attributed by its token
+    if EVERYTHING.exists():
+        assert (
+            seen["long"] is False
+            and len(seen["progress"]) == 4
+            and seen["progress"] == sorted(seen["progress"])
+        )
+    rows = wait_until(lambda: (r := daemon.calls()) and len(r) >= 2 and r)
+    assert {(r["harness"], r["tool"]) for r in rows} >= {("a", "echo"), ("a", "harness_run_calls")}
+    opened = [json.loads(line) for line in daemon.harness_cli("calls", "--json").stdout.splitlines()]
+    assert all(r["harness"] == "a" for r in opened)
+
+
+def test_no_token_foreign_host_or_origin_and_another_tokens_session_are_refused(start_daemon):
+    port = free_port()
+    daemon = start_daemon(_config(port))
+    tokens = _tokens(daemon)
+    url = f"http://127.0.0.1:{port}/mcp"
+    bearer_a = {"Authorization": f"Bearer {tokens['a']}"}
+
+    status, headers, _ = _post(url, INIT, {})
+    assert status == 401 and headers["WWW-Authenticate"].startswith("Bearer")
+    assert _post(url, INIT, {"Authorization": "Bearer not-a-token"})[0] == 401
+    # DNS rebinding: a page on another name that resolves to 127.0.0.1 sends its own Host and Origin.
+    assert _post(url, INIT, {**bearer_a, "Host": f"evil.example:{port}"})[0] == 421
+    assert _post(url, INIT, {**bearer_a, "Origin": f"http://evil.example:{port}"})[0] == 403
+    assert _post(url, INIT, {**bearer_a, "Origin": f"http://localhost:{port}"})[0] == 200
+
+    status, headers, body = _post(url, INIT, bearer_a)
+    assert status == 200 and json.loads(body)["result"]["serverInfo"]["name"] == "harness"
+    session = headers["Mcp-Session-Id"]
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    assert _post(url, listing, {**bearer_a, "Mcp-Session-Id": session})[0] == 200
+    status, _, body = _post(
+        url, listing, {"Authorization": f"Bearer {tokens['b']}", "Mcp-Session-Id": session}
+    )
+    assert status == 403 and b"another token" in body  # token B on A's session
+    assert _post(url, listing, {**bearer_a, "Mcp-Session-Id": "no-such-session"})[0] == 404
+    assert _post(url, listing, bearer_a)[0] == 400  # no session id
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert _post(url, note, {**bearer_a, "Mcp-Session-Id": session})[0] == 202
+
+    request = urllib.request.Request(url, method="DELETE", headers={**bearer_a, "Mcp-Session-Id": session})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+    assert _post(url, listing, {**bearer_a, "Mcp-Session-Id": session})[0] == 404  # ended
+    assert daemon.proc.poll() is None
