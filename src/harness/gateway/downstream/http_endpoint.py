@@ -366,9 +366,13 @@ class HttpEndpoint:
             else:
                 await _respond(writer, 202, b"", headers)
             return True
-        if not exchange.ids and not exchange.notified:  # every answer is already there: plain JSON
-            session.close_exchange(exchange)
-            lines = _drain(exchange.lines)
+        if not exchange.tokens and not exchange.notified:
+            # Nothing can come before the answers (no progress token): one JSON body, as soon as
+            # every answer is there (at once for initialize, tools/list and refusals).
+            try:
+                lines = await _answers(exchange.lines)
+            finally:
+                session.close_exchange(exchange)
             body = lines[0].rstrip(b"\n") if not isinstance(message, list) else _json_array(lines)
             await _respond(writer, 200, body, {**headers, "Content-Type": "application/json"})
             return True
@@ -490,6 +494,14 @@ async def _stream(
         return True
     finally:
         gone.cancel()
+
+
+async def _answers(queue: asyncio.Queue[bytes | None]) -> list[bytes]:
+    """Every line up to the end marker (a client that went away meanwhile is found at the write)."""
+    out: list[bytes] = []
+    while (line := await queue.get()) is not None:
+        out.append(line)
+    return out
 
 
 def _drain(queue: asyncio.Queue[bytes | None]) -> list[bytes]:
