@@ -50,9 +50,11 @@ async def call(
 ) -> dict:
     """One call; its outcome and the wall-clock time it ended (or was cancelled) at."""
     seen: list[float] = []
+    messages: list[str | None] = []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         seen.append(value)
+        messages.append(message)
 
     try:
         if cancel_after_ms is None:
@@ -63,6 +65,7 @@ async def call(
                 return {
                     "result": result.model_dump(mode="json", by_alias=True, exclude_none=True),
                     "progress": seen,
+                    "messages": messages,
                     "t_end": time.time(),
                 }
         else:
@@ -103,7 +106,8 @@ async def run_step(client: Client, step: dict, changed: anyio.Event) -> dict:
         return {"parallel": results}
     if op == "repeat":
         done = [await run_step(client, step["step"], changed) for _ in range(step["times"])]
-        return {"repeated": len(done), "errors": sum("error" in d for d in done)}
+        kept = {"results": done} if step.get("keep") else {}
+        return {"repeated": len(done), "errors": sum("error" in d for d in done), **kept}
     if op == "sleep":
         await anyio.sleep(step["ms"] / 1000)
         return {"ok": True}

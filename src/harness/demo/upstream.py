@@ -53,6 +53,12 @@ TEST_TOOLS = [
     _tool("crash", "Exit the server process at once (test fixture).", {}, read_only=True),
     _tool("env_keys", "The names of the server's environment variables.", {}, read_only=True),
     _tool(LONG_TOOL_NAME, "A tool whose name is 60 characters long (naming tests).", {}, read_only=True),
+    _tool(
+        "progress",
+        "Report progress `steps` times with `tag` as each message, then answer `tag`.",
+        {"steps": _NUM, "tag": _STR},
+        read_only=True,
+    ),
     _tool("delete_note", "Delete a note (no readOnlyHint: a write tool).", {"title": _STR}, read_only=False),
 ]
 
@@ -96,6 +102,11 @@ def build_server(test_tools: bool) -> Server[Any]:
             return _text(" ".join(sorted(os.environ)))
         if test_tools and name == LONG_TOOL_NAME:
             return _text(f"{len(name)} characters")
+        if test_tools and name == "progress":
+            tag, steps = str(args.get("tag", "")), int(args.get("steps", 3))
+            for step in range(1, steps + 1):
+                await ctx.session.report_progress(step, steps, tag)
+            return _text(tag)
         if test_tools and name == "delete_note":
             notes.pop(str(args.get("title", "")), None)
             return _text("deleted")

@@ -34,6 +34,7 @@ import contextlib
 import json
 import logging
 import secrets
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +54,8 @@ MAX_CONNECTIONS = 256
 MAX_SESSIONS_PER_TOKEN = 16
 KEEP_ALIVE_S = 120.0
 """An idle keep-alive connection is closed after this long."""
+SESSION_IDLE_S = 3600.0
+"""A session with no request for this long (and no open stream) is ended when a new one opens."""
 
 SessionFactory = Callable[[str, Callable[[bytes], None]], DownstreamSession]
 """Opens a downstream session for a token with a ``send`` callback (the daemon's ``new_session``)."""
@@ -122,6 +125,7 @@ class HttpSession:
     def __init__(self, token: str, new_session: SessionFactory) -> None:
         self.id = secrets.token_urlsafe(24)
         self.token = token
+        self.last_used = time.monotonic()
         self._by_id: dict[Any, _Exchange] = {}
         self._by_token: dict[Any, _Exchange] = {}
         self.current: _Exchange | None = None
@@ -159,6 +163,8 @@ class HttpSession:
         except ValueError:
             return
         request_id = message.get("id") if isinstance(message, dict) else None
+        if not _is_id(request_id):
+            request_id = None
         is_answer = isinstance(message, dict) and "method" not in message
         current = self.current
         if is_answer and current is not None and (request_id is None or request_id in current.ids):
@@ -310,6 +316,16 @@ class HttpEndpoint:
             raise HttpRefusal(401, "the token is not a running harness's", challenge)
         return token
 
+    def _prune(self) -> None:
+        """End sessions whose harness exited (their token is gone) or that sat idle too long."""
+        identities = self._identities()
+        stale = time.monotonic() - SESSION_IDLE_S
+        for session in list(self.sessions.values()):
+            idle = session.last_used < stale and session.standalone is None
+            if session.token not in identities or idle:
+                session.end("its harness exited" if session.token not in identities else "idle")
+                del self.sessions[session.id]
+
     def _session(self, request: _Request, token: str) -> HttpSession:
         session_id = request.headers.get("mcp-session-id")
         if not session_id:
@@ -319,6 +335,7 @@ class HttpEndpoint:
             raise HttpRefusal(404, "no such session (it ended): initialize a new one")
         if not secrets.compare_digest(session.token, token):
             raise HttpRefusal(403, "this session was opened with another token")
+        session.last_used = time.monotonic()
         return session
 
     # ---------------------------------------------------------------- methods
@@ -340,6 +357,7 @@ class HttpEndpoint:
         messages = message if isinstance(message, list) else [message]
         opens = any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
         if opens:
+            self._prune()
             if request.headers.get("mcp-session-id"):
                 raise HttpRefusal(400, "initialize opens a new session: send it without Mcp-Session-Id")
             if sum(1 for s in self.sessions.values() if s.token == token) >= MAX_SESSIONS_PER_TOKEN:

@@ -52,7 +52,10 @@ class UnsharedUpstreams:
             return None
         key = (config.name, harness)
         instance = self.instances.get(key)
-        if instance is None or instance.config != config:
+        if instance is not None and instance.config != config:  # a reload changed the table
+            self._spawn(self._stop(instance))
+            instance = None
+        if instance is None:
             instance = self.instances[key] = self._make(config, self._workdir(harness), label(*key))
             self._spawn(instance.start())
             log.info("upstream %s: started for harness %s (shared = false)", config.name, harness)
