@@ -146,6 +146,13 @@ class Daemon:
         for session in self.sessions:
             session.deliver(message)
 
+    def running_link(self, name: str, harness: str | None) -> UpstreamLink | None:
+        """The wire of an upstream instance that runs for ``harness`` now (never starts one)."""
+        upstream = self.upstreams.get(name)
+        if upstream is None and harness is not None:
+            upstream = self.unshared.instances.get((name, harness))
+        return upstream.link if upstream is not None else None
+
     def link(self, name: str, harness: str | None = None) -> UpstreamLink | None:
         """The wire of an upstream, by key: the shared instance, or for a ``shared = false`` one the
         harness's own instance (started now if it has none)."""
@@ -169,6 +176,7 @@ class Daemon:
             identity=identity,
             view=snapshot.view_for(identity),
             links=lambda name: self.link(name, identity.harness),
+            running=lambda name: self.running_link(name, identity.harness),
             recorder=self.recorder,
             emit=self.emit,
             send=send,

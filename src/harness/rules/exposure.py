@@ -63,6 +63,8 @@ class ToolView:
     tools: Mapping[str, Mapping[str, Any]]
     gateway: tuple[Mapping[str, Any], ...]
     listing_json: bytes
+    servers: tuple[str, ...] = ()
+    """The upstreams the policy exposes (whose prompts the session may list and get)."""
 
     def resolve(self, name: str) -> Route | None:
         """The route of an exposed name, or of the unshortened ``<upstream>__<tool>`` form."""
@@ -82,6 +84,7 @@ def _view(
     tools: dict[str, Mapping[str, Any]],
     listing: list[Mapping[str, Any]],
     gateway: tuple[Mapping[str, Any], ...] = (),
+    servers: tuple[str, ...] = (),
 ) -> ToolView:
     listing_json = _encode([*listing, *gateway])
     return ToolView(
@@ -94,6 +97,7 @@ def _view(
         tools=MappingProxyType(tools),
         gateway=gateway,
         listing_json=listing_json,
+        servers=servers,
     )
 
 
@@ -191,7 +195,10 @@ def build_view(
     else:
         listing = list(LAZY_TOOLS)
     gateway = gateway_listing(read_only=read_only, skills=bool(config.mcp.skill_paths))
-    return _view(policy.name, policy.exposure, policy.top_k, chars, routes, aliases, tools, listing, gateway)
+    servers = tuple(s for s in policy.servers if s in config.upstreams)
+    return _view(
+        policy.name, policy.exposure, policy.top_k, chars, routes, aliases, tools, listing, gateway, servers
+    )
 
 
 def gateway_view(config: Config, *, read_only: bool) -> ToolView:

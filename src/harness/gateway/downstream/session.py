@@ -20,8 +20,9 @@ from typing import Any, Protocol
 from harness import __version__
 from harness.events import Event, SessionClosed, SessionInitialized, ToolSearchCompleted
 from harness.gateway.calls.inflight import CallInflight
+from harness.gateway.downstream import prompt_proxy
 from harness.gateway.evidence.recording import CallRecorder
-from harness.gateway.library.prompts import PromptError, PromptLibrary
+from harness.gateway.library.prompts import PromptLibrary
 from harness.gateway.upstream.link import UpstreamLink
 from harness.gateway.wire import jsonrpc
 from harness.rules.access import NotPermitted
@@ -42,6 +43,8 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """Revisions a downstream session can negotiate through ``initialize`` (oldest first)."""
 
 SERVER_NAME = "harness"
+
+PROMPT_METHODS = frozenset({"prompts/list", "prompts/get", "completion/complete"})
 
 MAX_OWN_CALLS = 16
 """Gateway tool calls (facade, trajectory, skills) one session may have in flight; more are refused."""
@@ -103,6 +106,7 @@ class DownstreamSession:
         search: Searcher = _no_search,
         token: str | None = None,
         own: OwnTools | None = None,
+        running: Callable[[str], UpstreamLink | None] | None = None,
     ) -> None:
         self.session_id = os.urandom(8).hex()
         self.token = token
@@ -120,6 +124,9 @@ class DownstreamSession:
         self._closed = False
         self._on_close = on_close
         self._own = own
+        self._running = running or links
+        """An upstream's wire if it runs for this session now, never starting one (``shared = false``
+        instances start on a tool call, not on a prompt listing)."""
         self._own_calls: dict[Any, bool] = {}
         """Gateway tool calls in flight, by request id: True once the client cancelled it."""
         self._held: dict[Any, asyncio.Task[None]] = {}
@@ -163,7 +170,7 @@ class DownstreamSession:
             self._call_tool(request_id, message)
         elif method == "tools/list":
             self._list_tools(request_id)
-        elif method in ("prompts/list", "prompts/get") and self._own is not None:
+        elif method in PROMPT_METHODS and self._own is not None:
             self._prompts(request_id, method, message.get("params"))
         else:
             self.send(jsonrpc.error(request_id, jsonrpc.METHOD_NOT_FOUND, f"method not found: {method}"))
@@ -218,8 +225,11 @@ class DownstreamSession:
         info = params.get("clientInfo") if isinstance(params, dict) else None
         info = info if isinstance(info, dict) else {}
         capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
-        if self._own is not None and self._own.prompts.prompts:
+        upstream = [link.capabilities for s in self.view.servers if (link := self._running(s)) is not None]
+        if self._own is not None and (self._own.prompts.prompts or any("prompts" in c for c in upstream)):
             capabilities["prompts"] = {"listChanged": False}
+        if self._own is not None and any("completions" in c for c in upstream):
+            capabilities["completions"] = {}
         self.send(
             jsonrpc.result(
                 request_id,
@@ -442,19 +452,32 @@ class DownstreamSession:
         self._record_gateway_call(route.tool, arguments, outcome, reason, started, len(line), route.tier)
 
     def _prompts(self, request_id: Any, method: str, params: Any) -> None:
-        """``prompts/list`` and ``prompts/get`` of the side-loaded prompts (no call-log row: no tool ran)."""
+        """``prompts/*`` and ``completion/complete``: side-loaded prompts and the exposed upstreams'
+        (``prompt_proxy``), answered from a task (no call-log row: no tool ran)."""
         assert self._own is not None
-        library = self._own.prompts
-        if method == "prompts/list":
-            self.send(jsonrpc.result(request_id, {"prompts": library.listed()}))
+        if request_id in self._own_calls or len(self._own_calls) >= MAX_OWN_CALLS:
+            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, "too many requests in flight"))
             return
-        params = params if isinstance(params, dict) else {}
-        try:
-            result = library.get(params.get("name"), params.get("arguments"))
-        except PromptError as exc:
-            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, str(exc)))
-            return
-        self.send(jsonrpc.result(request_id, result))
+        self._own_calls[request_id] = False
+        work = prompt_proxy.answer(
+            request_id, method, params, self._own.prompts, self.view.servers, self._running
+        )
+        task = asyncio.ensure_future(work)
+
+        def done(task: asyncio.Future[bytes]) -> None:
+            cancelled = self._own_calls.pop(request_id, False)
+            if task.cancelled() or cancelled:
+                return
+            error = task.exception()
+            if error is not None:
+                log.error("%s failed", method, exc_info=error)
+                self.send(
+                    jsonrpc.error(request_id, jsonrpc.INTERNAL_ERROR, f"{method} failed inside the gateway")
+                )
+                return
+            self.send(task.result())
+
+        task.add_done_callback(done)
 
     def _search_tools(self, request_id: Any, arguments: dict[str, Any], started: float) -> None:
         query = arguments.get("query")

@@ -59,6 +59,8 @@ class UpstreamLink:
         self._admitting: dict[int, _Admitting] = {}
         self._transport: Transport | None = None
         self.on_list_changed: Callable[[], None] = lambda: None
+        self.capabilities: dict[str, Any] = {}
+        """What the upstream's ``initialize`` said it serves (``prompts``, ``resources``, …)."""
         self.first_attempt = asyncio.Event()
         """Set once the first start finished, up or not (a call to a ``starting`` link waits for it)."""
 
@@ -113,18 +115,25 @@ class UpstreamLink:
         if self._transport is not None:
             self._transport.send(message)
 
-    async def request(
+    async def ask(
         self, method: str, params: dict[str, Any], timeout: float = INIT_TIMEOUT_S
     ) -> dict[str, Any]:
-        """Send an internal request and wait for its result (RuntimeError on an error reply)."""
+        """Send a request of the gateway's own and wait for the whole reply (``result`` or ``error``);
+        TimeoutError when none comes in time."""
         uid = self._allocate_id()
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[uid] = _Request(future)
         self.send_message({"jsonrpc": "2.0", "id": uid, "method": method, "params": params})
         try:
-            reply = await asyncio.wait_for(future, timeout)
+            return await asyncio.wait_for(future, timeout)
         finally:
             self._pending.pop(uid, None)
+
+    async def request(
+        self, method: str, params: dict[str, Any], timeout: float = INIT_TIMEOUT_S
+    ) -> dict[str, Any]:
+        """Send an internal request and wait for its result (RuntimeError on an error reply)."""
+        reply = await self.ask(method, params, timeout)
         if "error" in reply:
             raise RuntimeError(f"{method} failed: {reply['error']}")
         result = reply.get("result")

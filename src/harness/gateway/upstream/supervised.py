@@ -103,6 +103,8 @@ class SupervisedUpstream:
             timeout=INIT_TIMEOUT_S,  # a slow start (npx, a JVM) is not a slow call
         )
         self.protocol_version = str(init.get("protocolVersion", ""))
+        capabilities = init.get("capabilities")
+        self.link.capabilities = capabilities if isinstance(capabilities, dict) else {}
         self.link.send_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
         await self.refresh_tools(init)
         await ask(self.supervisor, Initialized(self._clock()))  # up once its owner says so
