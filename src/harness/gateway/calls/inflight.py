@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -34,6 +35,11 @@ class Caller(Protocol):
         self, call: CallInflight, outcome: Outcome, reason: str | None, response_bytes: int
     ) -> None:
         """The call is over (answered, failed or cancelled): forget it and record it."""
+        ...
+
+    def relay_request(self, message: dict[str, Any], answer: Callable[[dict[str, Any]], None]) -> None:
+        """Pass a server-to-client request (an elicitation during the call) to the agent; ``answer``
+        gets the agent's reply (``result`` or ``error``), exactly once."""
         ...
 
 

@@ -46,6 +46,9 @@ SERVER_NAME = "harness"
 
 PROMPT_METHODS = frozenset({"prompts/list", "prompts/get", "completion/complete"})
 
+MISSING_CAPABILITY = -32021
+"""The error an upstream gets for a request the agent's client cannot take (no capability for it)."""
+
 MAX_OWN_CALLS = 16
 """Gateway tool calls (facade, trajectory, skills) one session may have in flight; more are refused."""
 
@@ -129,6 +132,11 @@ class DownstreamSession:
         instances start on a tool call, not on a prompt listing)."""
         self._own_calls: dict[Any, bool] = {}
         """Gateway tool calls in flight, by request id: True once the client cancelled it."""
+        self.client_capabilities: dict[str, Any] = {}
+        """What the agent's client declared at ``initialize``."""
+        self._relayed: dict[int, Callable[[dict[str, Any]], None]] = {}
+        """Server-to-client requests relayed to the agent (elicitations), by the id we gave them."""
+        self._next_relay_id = 1
         self._held: dict[Any, asyncio.Task[None]] = {}
         """Calls waiting for their upstream's first start (a ``shared = false`` instance)."""
 
@@ -146,7 +154,8 @@ class DownstreamSession:
         request_id = message.get("id")
         if not isinstance(method, str):
             if "result" in message or "error" in message:
-                return  # a response to a server→client request: none are sent yet
+                self._relayed_answer(message)
+                return
             valid_id = request_id if _is_id(request_id) else None
             detail = "not a JSON-RPC request: method must be a string"
             self.send(jsonrpc.error(valid_id, jsonrpc.INVALID_REQUEST, detail))
@@ -224,6 +233,8 @@ class DownstreamSession:
         self.protocol_version = version
         info = params.get("clientInfo") if isinstance(params, dict) else None
         info = info if isinstance(info, dict) else {}
+        declared = params.get("capabilities") if isinstance(params, dict) else None
+        self.client_capabilities = declared if isinstance(declared, dict) else {}
         capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
         upstream = [link.capabilities for s in self.view.servers if (link := self._running(s)) is not None]
         if self._own is not None and (self._own.prompts.prompts or any("prompts" in c for c in upstream)):
@@ -395,6 +406,39 @@ class DownstreamSession:
             response_bytes=response_bytes,
             span_id=call.span_id,
         )
+
+    def relay_request(self, message: dict[str, Any], answer: Callable[[dict[str, Any]], None]) -> None:
+        """An upstream's elicitation during this session's call: to the agent, if its client
+        declared the capability (else refused with -32021, as the MCP SDKs do), and its reply back."""
+        method = message.get("method")
+        capability = "elicitation" if method == "elicitation/create" else None
+        if self._closed or capability is None or capability not in self.client_capabilities:
+            why = (
+                "the agent disconnected"
+                if self._closed
+                else f"the agent's client did not declare {capability}"
+            )
+            answer({"error": {"code": MISSING_CAPABILITY, "message": f"{method} refused: {why}"}})
+            return
+        relay_id = self._next_relay_id
+        self._next_relay_id += 1
+        self._relayed[relay_id] = answer
+        self.send(
+            jsonrpc.encode(
+                {"jsonrpc": "2.0", "id": relay_id, "method": method, "params": message.get("params", {})}
+            )
+        )
+
+    def _relayed_answer(self, message: dict[str, Any]) -> None:
+        relay_id = message.get("id")
+        answer = self._relayed.pop(relay_id, None) if type(relay_id) is int else None
+        if answer is None:
+            return  # not an answer to anything we asked: dropped
+        if isinstance(message.get("error"), dict):
+            answer({"error": message["error"]})
+        else:
+            result = message.get("result")
+            answer({"result": result if isinstance(result, dict) else {}})
 
     def _own_call(self, request_id: Any, name: str, arguments: dict[str, Any], started: float) -> None:
         """A facade, trajectory or skill tool: tier-checked here, run as a task on the loop, answered
@@ -668,6 +712,9 @@ class DownstreamSession:
         for held in list(self._held.values()):
             held.cancel()
         self._held.clear()
+        for answer in self._relayed.values():
+            answer({"error": {"code": MISSING_CAPABILITY, "message": "the agent disconnected"}})
+        self._relayed.clear()
         self._emit(
             SessionClosed(
                 ts=time.time(), session_id=self.session_id, harness=self.identity.harness, reason=reason

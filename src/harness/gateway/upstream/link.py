@@ -167,18 +167,36 @@ class UpstreamLink:
             self.on_list_changed()
 
     def _answer_server_request(self, message: dict[str, Any]) -> None:
-        if message.get("method") == "ping":
-            self.send_message({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+        """A request from the upstream: ``ping`` is answered here; an elicitation goes to the session
+        whose call is in flight when exactly one is (nothing on the wire says which call it belongs
+        to); everything else (sampling, roots, an elicitation no one call owns) is refused."""
+        upstream_id = message["id"]
+
+        def answer(reply: dict[str, Any]) -> None:
+            self.send_message({"jsonrpc": "2.0", "id": upstream_id, **reply})
+
+        method = message.get("method")
+        if method == "ping":
+            answer({"result": {}})
             return
-        self.send_message(
-            {
-                "jsonrpc": "2.0",
-                "id": message["id"],
-                "error": {
-                    "code": jsonrpc.METHOD_NOT_FOUND,
-                    "message": "the gateway does not forward this request",
-                },
-            }
+        if method == "elicitation/create":
+            calls = [
+                item for item in self._pending.values() if isinstance(item, CallInflight) and not item.done
+            ]
+            if len(calls) == 1:
+                calls[0].caller.relay_request(message, answer)
+                return
+            why = (
+                f"{len(calls)} calls are in flight on this upstream and nothing says which one asks"
+                if calls
+                else "no call is in flight on this upstream"
+            )
+            answer(
+                {"error": {"code": jsonrpc.INVALID_REQUEST, "message": f"the gateway cannot relay it: {why}"}}
+            )
+            return
+        answer(
+            {"error": {"code": jsonrpc.METHOD_NOT_FOUND, "message": f"the gateway does not forward {method}"}}
         )
 
     def _route_progress(self, message: dict[str, Any]) -> None:

@@ -97,7 +97,9 @@ class SupervisedUpstream:
             "initialize",
             {
                 "protocolVersion": UPSTREAM_PROTOCOL_VERSION,
-                "capabilities": {},
+                # Elicitation is relayed to the one session whose call is in flight (link.py), so
+                # the gateway declares it; a session whose client lacks it is refused per request.
+                "capabilities": {"elicitation": {}},
                 "clientInfo": {"name": "harness-gateway", "version": __version__},
             },
             timeout=INIT_TIMEOUT_S,  # a slow start (npx, a JVM) is not a slow call
