@@ -34,6 +34,7 @@ import psutil
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from harness.testing.rounds import ratio_line, round_line, table
 from harness.testing.spawned import env_dumper, env_with, harness_vars
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,26 +143,16 @@ def main() -> None:
                         cpu = (sum(dproc.cpu_times()[:2]) - cpu0) / (a.n + a.warmup) * 1e6
                         cpu_per_call.setdefault(path, []).append(cpu)
                     results[path].append(got)
-                    shown = json.dumps({k: round(v, 3) for k, v in got.items()})
-                    print(f"[round {r + 1}/{a.rounds}] {path:<8} {shown}")
+                    print(round_line(r, a.rounds, path, got))
         finally:
             daemon.terminate()
             daemon.wait(20)
             upstream.terminate()
             upstream.wait(10)
     print(f"\n# http_endpoint: {a.rounds} rounds x {a.n} sequential calls per path (SDK client over HTTP)")
-    print(f"{'path':<8} {'p50 ms':>7} {'p99 ms':>7} {'calls/s':>8}")
-    for path, rows in results.items():
-        med = {k: statistics.median(row[k] for row in rows) for k in ("p50", "p99", "cps")}
-        print(f"{path:<8} {med['p50']:>7.3f} {med['p99']:>7.3f} {med['cps']:>8.0f}")
+    print("\n".join(table(results)))
     for path, base in (("gateway", "direct"), ("bridge", "direct"), ("gateway", "bridge")):
-        pairs = list(zip(results[path], results[base], strict=True))
-        ratio = {k: statistics.median(p[k] / b[k] for p, b in pairs) for k in ("p50", "p99", "cps")}
-        added = statistics.median(p["p50"] - b["p50"] for p, b in pairs)
-        print(
-            f"{path} / {base} (same-round medians): p50 x {ratio['p50']:.2f}, p99 x {ratio['p99']:.2f}, "
-            f"calls/s x {ratio['cps']:.2f}; added p50 {added:.3f} ms per call"
-        )
+        print(ratio_line(results, path, base))
     for path, cpu in cpu_per_call.items():
         print(f"daemon CPU per call, {path}: {statistics.median(cpu):.0f} us")
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
+from harness.testing.rounds import ratio_line, round_line, table
 from harness.testing.spawned import env_dumper, env_with, harness_vars
 
 SESSIONS = 8
@@ -117,22 +117,13 @@ def main() -> None:
                 for path in list(paths) if r % 2 == 0 else list(reversed(paths)):
                     got = anyio.run(run_path, paths[path], a.n)
                     results[path].append(got)
-                    shown = json.dumps({k: round(v, 3) for k, v in got.items()})
-                    print(f"[round {r + 1}/{a.rounds}] {path:<8} {shown}")
+                    print(round_line(r, a.rounds, path, got))
         finally:
             daemon.terminate()
             daemon.wait(30)
     print(f"\n# multiplexed_progress: {SESSIONS} sessions x {a.n} calls x {a.rounds} rounds, {STEPS} steps")
-    print(f"{'path':<8} {'p50 ms':>7} {'p99 ms':>7} {'calls/s':>8}")
-    for path, rows in results.items():
-        med = {k: statistics.median(row[k] for row in rows) for k in ("p50", "p99", "cps")}
-        print(f"{path:<8} {med['p50']:>7.3f} {med['p99']:>7.3f} {med['cps']:>8.0f}")
-    pairs = list(zip(results["gateway"], results["direct"], strict=True))
-    ratio = {k: statistics.median(g[k] / d[k] for g, d in pairs) for k in ("p50", "p99", "cps")}
-    print(
-        f"gateway / direct (same-round medians): p50 x {ratio['p50']:.2f}, p99 x {ratio['p99']:.2f}, "
-        f"calls/s x {ratio['cps']:.2f}; every progress notification reached its own call"
-    )
+    print("\n".join(table(results)))
+    print(ratio_line(results, "gateway", "direct") + "; every progress notification reached its own call")
 
 
 if __name__ == "__main__":

@@ -218,3 +218,16 @@ def bridge_params(env: dict[str, str]) -> Any:
 
 NPM_BIN = TESTS / "npm" / "node_modules" / ".bin"
 """The real npm MCP servers and agent CLIs (``npm install --prefix tests/npm``; .ci/run does it)."""
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
+"""A raw ``initialize`` request (for tests that speak HTTP or JSON-RPC by hand)."""

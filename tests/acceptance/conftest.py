@@ -10,10 +10,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import apsw
 import psutil
 import pytest
 
-from support import PY, DaemonProcess, start_daemon_process
+from support import PY, DaemonProcess, process_env, start_daemon_process, wait_until
 
 
 @dataclass
@@ -25,6 +26,27 @@ class RunningDaemon(DaemonProcess):
     def calls(self) -> list[dict]:
         out = self.harness_cli("calls", "--json").stdout
         return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+    def harnesses(self) -> dict[str, dict]:
+        """``harness list --json``, by name."""
+        return {row["name"]: row for row in json.loads(self.harness_cli("list", "--json").stdout)}
+
+    def running(self) -> dict[str, dict] | None:
+        """Every harness by name once each has a pid, else None (for ``wait_until``)."""
+        rows = self.harnesses()
+        return rows if all(row["pid"] for row in rows.values()) else None
+
+    def harness_envs(self) -> dict[str, dict[str, str]]:
+        """Each harness's environment, read from its process once every harness runs."""
+        return {name: process_env(row["pid"]) for name, row in wait_until(self.running).items()}
+
+    def events(self, name: str) -> list[dict]:
+        """The fields of every stored event of type ``name``, in log order (read-only)."""
+        conn = apsw.Connection(str(self.db), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            return [json.loads(d) for (d,) in conn.execute("SELECT data FROM events WHERE name = ?", (name,))]
+        finally:
+            conn.close()
 
     def descendants(self) -> list[psutil.Process]:
         with contextlib.suppress(psutil.Error):

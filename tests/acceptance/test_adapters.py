@@ -128,11 +128,17 @@ def test_claude_code_gets_a_harness_owned_mcp_json_and_strict_only_when_exclusiv
     assert "demo__echo" in _reaches_gateway_as_agent(server["command"], server["args"], child_env, env)
 
 
-@pytest.mark.parametrize("exclusive", [False, True], ids=["additive", "exclusive"])
-def test_codex_gets_c_overrides_that_pass_the_token_by_env_vars(start_daemon, tmp_path, exclusive):
+def _codex_home(tmp_path: Path) -> Path:
+    """A CODEX_HOME whose config.toml declares the user's own server ``userserver``."""
     home = tmp_path / "codex-home"
     home.mkdir()
     (home / "config.toml").write_text('[mcp_servers.userserver]\ncommand = "/bin/true"\n')
+    return home
+
+
+@pytest.mark.parametrize("exclusive", [False, True], ids=["additive", "exclusive"])
+def test_codex_gets_c_overrides_that_pass_the_token_by_env_vars(start_daemon, tmp_path, exclusive):
+    home = _codex_home(tmp_path)
     _daemon, _pid, flags, env = _start(start_daemon, tmp_path, "codex", exclusive, f"CODEX_HOME={home}\n")
     _no_credential(env, flags)
     pairs = [flags[i + 1] for i, f in enumerate(flags) if f == "-c"]
@@ -226,27 +232,15 @@ def test_claude_code_itself_connects_to_the_gateway_through_the_generated_config
     assert servers["harness"] == "connected", servers
     assert ("userserver" in servers) is not exclusive  # the user's own server stays unless exclusive
     assert "mcp__harness__demo__echo" in init["tools"]
-    opened = wait_until(lambda: [e for e in _events(daemon, "session.opened") if e["harness"] == "agent"])
+    opened = wait_until(lambda: [e for e in daemon.events("session.opened") if e["harness"] == "agent"])
     assert opened  # the session Claude Code opened is the agent's, by its token
-
-
-def _events(daemon, name: str) -> list[dict]:
-    import apsw
-
-    conn = apsw.Connection(str(daemon.db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return [json.loads(d) for (d,) in conn.execute("SELECT data FROM events WHERE name = ?", (name,))]
-    finally:
-        conn.close()
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not CODEX.exists(), reason="npm install --prefix tests/npm (codex)")
 @pytest.mark.parametrize("exclusive", [False, True], ids=["additive", "exclusive"])
 def test_codex_itself_parses_the_overrides_and_connects_to_the_gateway(start_daemon, tmp_path, exclusive):
-    home = tmp_path / "codex-home"
-    home.mkdir()
-    (home / "config.toml").write_text('[mcp_servers.userserver]\ncommand = "/bin/true"\n')
+    home = _codex_home(tmp_path)
     daemon, _pid, flags, env = _start(start_daemon, tmp_path, "codex", exclusive, f"CODEX_HOME={home}\n")
     listed = subprocess.run(
         [str(CODEX), *flags, "mcp", "list", "--json"],
@@ -266,5 +260,5 @@ def test_codex_itself_parses_the_overrides_and_connects_to_the_gateway(start_dae
         [str(CODEX), *flags, "debug", "prompt-input"], env=env, capture_output=True, text=True, timeout=120
     )
     assert "mcp__harness" in prompt.stdout, prompt.stderr[-2000:]  # it started the bridge and listed tools
-    opened = wait_until(lambda: [e for e in _events(daemon, "session.opened") if e["harness"] == "agent"])
+    opened = wait_until(lambda: [e for e in daemon.events("session.opened") if e["harness"] == "agent"])
     assert opened and os.environ.get("HARNESS_MCP_TOKEN") is None

@@ -10,7 +10,7 @@ import anyio
 import pytest
 from mcp import Client, types
 
-from support import NPM_BIN, bridge_params, process_env, wait_until
+from support import NPM_BIN, bridge_params
 
 pytestmark = [
     pytest.mark.acceptance,
@@ -33,12 +33,7 @@ def test_an_elicitation_reaches_only_the_session_whose_call_asked_and_is_refused
         f'[mcp.everything]\nargv = ["{NPM_BIN / "mcp-server-everything"}"]\nread_tools = ["*"]\n\n'
         f'[mcp_policy.p]\nservers = ["everything"]\n\n{harnesses}'
     )
-    rows = wait_until(
-        lambda: (
-            (r := json.loads(daemon.harness_cli("list", "--json").stdout)) and all(x["pid"] for x in r) and r
-        )
-    )
-    envs = {row["name"]: process_env(row["pid"]) for row in rows}
+    envs = daemon.harness_envs()
     asked: dict[str, list[str]] = {"a": [], "b": [], "c": []}
     seen: dict = {}
 

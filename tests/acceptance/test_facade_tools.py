@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import json
-
 import anyio
 import pytest
 from mcp import Client
@@ -54,16 +52,6 @@ def _config(tmp_path) -> str:
     )
 
 
-def _harnesses(daemon) -> dict[str, dict]:
-    return {row["name"]: row for row in json.loads(daemon.harness_cli("list", "--json").stdout)}
-
-
-def _running(daemon) -> dict[str, dict] | None:
-    """Every harness by name once each has a pid, else None."""
-    harnesses = _harnesses(daemon)
-    return harnesses if all(row["pid"] for row in harnesses.values()) else None
-
-
 def _structured(result) -> dict:
     assert not result.is_error, result
     return result.structured_content
@@ -81,7 +69,7 @@ def test_a_read_harness_reads_the_fleet_and_is_refused_writes_a_write_harness_re
     start_daemon, tmp_path
 ):
     daemon = start_daemon(_config(tmp_path))
-    before = wait_until(lambda: _running(daemon))
+    before = wait_until(daemon.running)
     reader_env = process_env(before["reader"]["pid"])
     boss_env = process_env(before["boss"]["pid"])
     sibling_token = process_env(before["sibling"]["pid"])["HARNESS_MCP_TOKEN"]
@@ -109,7 +97,7 @@ def test_a_read_harness_reads_the_fleet_and_is_refused_writes_a_write_harness_re
     anyio.run(scenario)
     assert seen["stop_refused"].startswith("not_permitted:"), seen["stop_refused"]
     assert "write tool" in seen["stop_refused"]
-    after = _harnesses(daemon)
+    after = daemon.harnesses()
     assert seen["restarted"]["kind"] == "harness" and seen["restarted"]["pid"] == after["sibling"]["pid"]
     assert after["sibling"]["pid"] != before["sibling"]["pid"]
     assert after["sibling"]["run_id"] != before["sibling"]["run_id"]
@@ -138,7 +126,7 @@ def test_a_read_harness_reads_the_fleet_and_is_refused_writes_a_write_harness_re
 
 def test_skills_prompts_and_trajectory_tools_answer_and_every_tool_call_is_a_row(start_daemon, tmp_path):
     daemon = start_daemon(_config(tmp_path))
-    harnesses = wait_until(lambda: _running(daemon))
+    harnesses = wait_until(daemon.running)
     env = process_env(harnesses["reader"]["pid"])
     seen: dict = {}
 

@@ -14,21 +14,11 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from support import DEMO_UPSTREAM, NPM_BIN, free_port, process_env, toml_list, wait_until
+from support import DEMO_UPSTREAM, INITIALIZE, NPM_BIN, free_port, toml_list, wait_until
 
 pytestmark = pytest.mark.acceptance
 
 EVERYTHING = NPM_BIN / "mcp-server-everything"
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
 
 
 def _config(port: int) -> str:
@@ -45,12 +35,7 @@ def _config(port: int) -> str:
 
 
 def _tokens(daemon) -> dict[str, str]:
-    rows = wait_until(
-        lambda: (
-            (r := json.loads(daemon.harness_cli("list", "--json").stdout)) and all(x["pid"] for x in r) and r
-        )
-    )
-    return {row["name"]: process_env(row["pid"])["HARNESS_MCP_TOKEN"] for row in rows}
+    return {name: env["HARNESS_MCP_TOKEN"] for name, env in daemon.harness_envs().items()}
 
 
 def _post(url: str, body: dict, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
@@ -106,7 +91,7 @@ def test_an_sdk_client_over_http_is_the_harness_its_token_names_and_gets_its_pro
     anyio.run(scenario)
     assert "demo__echo" in seen["names"] and "harness_list" in seen["names"]
     assert seen["echo"] == "over http"
-    listed = {r["name"]: r["run_id"] for r in json.loads(daemon.harness_cli("list", "--json").stdout)}
+    listed = {name: row["run_id"] for name, row in daemon.harnesses().items()}
     assert seen["run_id"] == listed["a"]  # attributed by its token
     if EVERYTHING.exists():
         assert (
@@ -127,15 +112,15 @@ def test_no_token_foreign_host_or_origin_and_another_tokens_session_are_refused(
     url = f"http://127.0.0.1:{port}/mcp"
     bearer_a = {"Authorization": f"Bearer {tokens['a']}"}
 
-    status, headers, _ = _post(url, INIT, {})
+    status, headers, _ = _post(url, INITIALIZE, {})
     assert status == 401 and headers["WWW-Authenticate"].startswith("Bearer")
-    assert _post(url, INIT, {"Authorization": "Bearer not-a-token"})[0] == 401
+    assert _post(url, INITIALIZE, {"Authorization": "Bearer not-a-token"})[0] == 401
     # DNS rebinding: a page on another name that resolves to 127.0.0.1 sends its own Host and Origin.
-    assert _post(url, INIT, {**bearer_a, "Host": f"evil.example:{port}"})[0] == 421
-    assert _post(url, INIT, {**bearer_a, "Origin": f"http://evil.example:{port}"})[0] == 403
-    assert _post(url, INIT, {**bearer_a, "Origin": f"http://localhost:{port}"})[0] == 200
+    assert _post(url, INITIALIZE, {**bearer_a, "Host": f"evil.example:{port}"})[0] == 421
+    assert _post(url, INITIALIZE, {**bearer_a, "Origin": f"http://evil.example:{port}"})[0] == 403
+    assert _post(url, INITIALIZE, {**bearer_a, "Origin": f"http://localhost:{port}"})[0] == 200
 
-    status, headers, body = _post(url, INIT, bearer_a)
+    status, headers, body = _post(url, INITIALIZE, bearer_a)
     assert status == 200 and json.loads(body)["result"]["serverInfo"]["name"] == "harness"
     session = headers["Mcp-Session-Id"]
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}

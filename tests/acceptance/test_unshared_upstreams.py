@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import apsw
 import psutil
 import pytest
 
@@ -24,14 +23,6 @@ def _instances(daemon) -> list[psutil.Process]:
         except psutil.Error:
             continue
     return found
-
-
-def _events(daemon, name: str) -> list[dict]:
-    conn = apsw.Connection(str(daemon.db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return [json.loads(d) for (d,) in conn.execute("SELECT data FROM events WHERE name = ?", (name,))]
-    finally:
-        conn.close()
 
 
 def test_two_harnesses_get_two_instances_in_their_workdirs_that_stop_with_them(start_daemon, tmp_path):
@@ -53,7 +44,7 @@ def test_two_harnesses_get_two_instances_in_their_workdirs_that_stop_with_them(s
         f'[mcp_policy.p]\nservers = ["solo"]\n\n{harnesses}'
     )
     daemon = start_daemon(config)
-    assert _events(daemon, "upstream.tool_catalog_fetched")  # a probe read the catalogue at start
+    assert daemon.events("upstream.tool_catalog_fetched")  # a probe read the catalogue at start
     wait_until(lambda: (tmp_path / "a.called").exists() and (tmp_path / "b.called").exists(), timeout=30)
     instances = wait_until(lambda: len(found := _instances(daemon)) == 2 and found, timeout=10)
     assert sorted(p.cwd() for p in instances) == [str(tmp_path / "a"), str(tmp_path / "b")]
@@ -68,7 +59,7 @@ def test_two_harnesses_get_two_instances_in_their_workdirs_that_stop_with_them(s
         ("a", "solo", "echo", "ok"),
         ("b", "solo", "echo", "ok"),
     ]
-    started = _events(daemon, "upstream.started")
+    started = daemon.events("upstream.started")
     assert len(started) == 3  # the probe, then one instance per harness
     assert daemon.stop() == 0
 
@@ -79,6 +70,6 @@ def test_two_harnesses_get_two_instances_in_their_workdirs_that_stop_with_them(s
     )
     status = json.loads(again.harness_cli("status", "--json").stdout)
     assert status["upstreams"]["solo"]["state"] == "unshared" and status["upstreams"]["solo"]["tools"] == 0
-    assert len(_events(again, "upstream.started")) == 3  # the kept catalogue: no second probe
+    assert len(again.events("upstream.started")) == 3  # the kept catalogue: no second probe
     tools = json.loads(again.harness_cli("tools", "--harness", "a", "--json").stdout)
     assert any(t["name"] == "solo__echo" for t in tools["tools"])

@@ -4,13 +4,11 @@ their arguments completed; only the upstreams a harness's policy exposes."""
 
 from __future__ import annotations
 
-import json
-
 import anyio
 import pytest
 from mcp import Client
 
-from support import DEMO_UPSTREAM, NPM_BIN, bridge_params, process_env, toml_list, wait_until
+from support import DEMO_UPSTREAM, NPM_BIN, bridge_params, toml_list
 
 pytestmark = [
     pytest.mark.acceptance,
@@ -34,12 +32,7 @@ def test_upstream_prompts_are_listed_namespaced_served_and_completed_within_the_
         '[harness.wide]\nargv = ["sleep", "600"]\nmcp_policy = "all"\n\n'
         '[harness.narrow]\nargv = ["sleep", "600"]\nmcp_policy = "demo-only"\n'
     )
-    rows = wait_until(
-        lambda: (
-            (r := json.loads(daemon.harness_cli("list", "--json").stdout)) and all(x["pid"] for x in r) and r
-        )
-    )
-    envs = {row["name"]: process_env(row["pid"]) for row in rows}
+    envs = daemon.harness_envs()
     seen: dict = {}
 
     async def scenario() -> None:

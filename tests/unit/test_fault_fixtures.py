@@ -22,7 +22,7 @@ import psutil
 import pytest
 from mcp import Client
 
-from support import wait_until
+from support import INITIALIZE, wait_until
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 STDIO_UPSTREAM = FIXTURES / "faulty_upstream.py"
@@ -362,18 +362,7 @@ def test_the_stalling_http_upstream_never_answers():
 
 
 def test_the_flaky_http_upstream_drops_every_nth_request(tmp_path):
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "0"},
-            },
-        }
-    )
+    body = json.dumps(INITIALIZE)
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     with http_upstream("--mode", "flaky", "--fail-every", "2") as (proc, port):
         outcomes = []

@@ -331,7 +331,13 @@ class DownstreamSession:
         link = self._links(route.upstream)
         if link is None or not link.available:
             if link is not None and link.status == "starting" and not link.first_attempt.is_set():
-                self._hold(link, request_id, message, params, name, arguments, started)
+                self._hold(
+                    link,
+                    request_id,
+                    started,
+                    forward=lambda: self._forward(request_id, message, params, name, arguments, started),
+                    cancelled=lambda: self._record_cancelled(route, arguments, started),
+                )
                 return
             self._refuse(request_id, "upstream_unavailable", name, route, arguments, started)
             return
@@ -345,11 +351,10 @@ class DownstreamSession:
         self,
         link: UpstreamLink,
         request_id: Any,
-        message: dict[str, Any],
-        params: dict[str, Any],
-        name: str,
-        arguments: dict[str, Any],
         started: float,
+        *,
+        forward: Callable[[], None],
+        cancelled: Callable[[], None],
     ) -> None:
         """Forward a call once its upstream's first start is over (within the upstream's timeout,
         counted from the call's arrival); a cancellation meanwhile ends it unanswered."""
@@ -362,29 +367,25 @@ class DownstreamSession:
                 pass
             finally:
                 self._held.pop(request_id, None)
-            self._forward(request_id, message, params, name, arguments, started)
+            forward()
 
         task = asyncio.ensure_future(when_started())
         self._held[request_id] = task
+        task.add_done_callback(lambda done: cancelled() if done.cancelled() else None)
 
-        def ended(done: asyncio.Future[None]) -> None:
-            if done.cancelled():
-                route = self.view.resolve(name)
-                real = route.upstream if route else "harness"
-                self.recorder.record(
-                    session=self,
-                    upstream=real,
-                    tool=route.tool if route else name,
-                    tier=route.tier if route else "read",
-                    arguments=arguments,
-                    outcome="cancelled",
-                    reason=None,
-                    started=started,
-                    response_bytes=0,
-                    span_id=os.urandom(8).hex(),
-                )
-
-        task.add_done_callback(ended)
+    def _record_cancelled(self, route: Route, arguments: Any, started: float) -> None:
+        self.recorder.record(
+            session=self,
+            upstream=route.upstream,
+            tool=route.tool,
+            tier=route.tier,
+            arguments=arguments,
+            outcome="cancelled",
+            reason=None,
+            started=started,
+            response_bytes=0,
+            span_id=os.urandom(8).hex(),
+        )
 
     def call_ended(
         self, call: CallInflight, outcome: Outcome, reason: str | None, response_bytes: int
