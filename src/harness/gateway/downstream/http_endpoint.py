@@ -39,6 +39,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.gateway.downstream.http_wire import (
+    MAX_HEAD,
+    HttpRefusal,
+    Request,
+    answers,
+    drain,
+    json_array,
+    read_request,
+    respond,
+    respond_refusal,
+    stream,
+)
 from harness.gateway.downstream.session import HANDSHAKE_VERSIONS, DownstreamSession
 from harness.gateway.wire import jsonrpc
 from harness.rules.routing import Identity
@@ -46,10 +58,6 @@ from harness.rules.routing import Identity
 log = logging.getLogger(__name__)
 
 PATH = "/mcp"
-MAX_BODY = 4 << 20
-"""Bytes of one POST body (the bridge's line limit is of the same order)."""
-MAX_HEAD = 16 << 10
-"""Bytes of a request line and its headers."""
 MAX_CONNECTIONS = 256
 MAX_SESSIONS_PER_TOKEN = 16
 KEEP_ALIVE_S = 120.0
@@ -59,43 +67,6 @@ SESSION_IDLE_S = 3600.0
 
 SessionFactory = Callable[[str, Callable[[bytes], None]], DownstreamSession]
 """Opens a downstream session for a token with a ``send`` callback (the daemon's ``new_session``)."""
-
-_REASONS = {
-    200: "OK",
-    202: "Accepted",
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    406: "Not Acceptable",
-    409: "Conflict",
-    411: "Length Required",
-    413: "Content Too Large",
-    415: "Unsupported Media Type",
-    421: "Misdirected Request",
-    429: "Too Many Requests",
-    431: "Request Header Fields Too Large",
-    501: "Not Implemented",
-}
-
-
-class HttpRefusal(Exception):
-    """A request answered with an HTTP error status and a one-line reason."""
-
-    def __init__(self, status: int, reason: str, headers: Mapping[str, str] | None = None) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-        self.headers = dict(headers or {})
-
-
-@dataclass
-class _Request:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
 
 
 @dataclass(eq=False)
@@ -249,9 +220,9 @@ class HttpEndpoint:
         try:
             while True:
                 try:
-                    request = await asyncio.wait_for(_read_request(reader), KEEP_ALIVE_S)
+                    request = await asyncio.wait_for(read_request(reader), KEEP_ALIVE_S)
                 except HttpRefusal as refusal:
-                    await _respond_refusal(writer, refusal, close=True)
+                    await respond_refusal(writer, refusal, close=True)
                     return
                 if request is None:
                     return
@@ -267,7 +238,7 @@ class HttpEndpoint:
                 await writer.wait_closed()
 
     async def _serve(
-        self, request: _Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, request: Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> bool:
         """Answer one request; False when the connection must close."""
         try:
@@ -280,13 +251,13 @@ class HttpEndpoint:
                 return await self._get(request, session, reader, writer)
             session.end("the client ended the session (DELETE)")
             self.sessions.pop(session.id, None)
-            await _respond(writer, 200, b"", {})
+            await respond(writer, 200, b"", {})
             return True
         except HttpRefusal as refusal:
-            await _respond_refusal(writer, refusal)
+            await respond_refusal(writer, refusal)
             return True
 
-    def _check(self, request: _Request) -> None:
+    def _check(self, request: Request) -> None:
         if request.path.split("?", 1)[0] != PATH:
             raise HttpRefusal(404, f"not found: the endpoint is {PATH}")
         host = request.headers.get("host", "")
@@ -303,7 +274,7 @@ class HttpEndpoint:
         if version is not None and version not in HANDSHAKE_VERSIONS:
             raise HttpRefusal(400, f"unsupported MCP-Protocol-Version {version!r}")
 
-    def _token(self, request: _Request) -> str:
+    def _token(self, request: Request) -> str:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         challenge = {"WWW-Authenticate": 'Bearer realm="harness"'}
         if scheme.lower() != "bearer" or not token.strip():
@@ -326,7 +297,7 @@ class HttpEndpoint:
                 session.end("its harness exited" if session.token not in identities else "idle")
                 del self.sessions[session.id]
 
-    def _session(self, request: _Request, token: str) -> HttpSession:
+    def _session(self, request: Request, token: str) -> HttpSession:
         session_id = request.headers.get("mcp-session-id")
         if not session_id:
             raise HttpRefusal(400, "Mcp-Session-Id is missing: send initialize first, then its session id")
@@ -341,7 +312,7 @@ class HttpEndpoint:
     # ---------------------------------------------------------------- methods
 
     async def _post(
-        self, request: _Request, token: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, request: Request, token: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> bool:
         if "application/json" not in request.headers.get("content-type", ""):
             raise HttpRefusal(415, "Content-Type must be application/json")
@@ -352,7 +323,7 @@ class HttpEndpoint:
             message = jsonrpc.parse(request.body)
         except jsonrpc.NotJSON as exc:
             body = jsonrpc.error(None, jsonrpc.PARSE_ERROR, f"parse error: {exc.reason}")
-            await _respond(writer, 400, body, {"Content-Type": "application/json"})
+            await respond(writer, 400, body, {"Content-Type": "application/json"})
             return True
         messages = message if isinstance(message, list) else [message]
         opens = any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
@@ -376,32 +347,32 @@ class HttpEndpoint:
         headers = {"Mcp-Session-Id": session.id}
         if not answers_expected:
             session.close_exchange(exchange)
-            refused = _drain(exchange.lines)  # an invalid message is answered with a null id
+            refused = drain(exchange.lines)  # an invalid message is answered with a null id
             if refused:
-                await _respond(
+                await respond(
                     writer, 400, refused[0].rstrip(b"\n"), {**headers, "Content-Type": "application/json"}
                 )
             else:
-                await _respond(writer, 202, b"", headers)
+                await respond(writer, 202, b"", headers)
             return True
         if not exchange.tokens and not exchange.notified:
             # Nothing can come before the answers (no progress token): one JSON body, as soon as
             # every answer is there (at once for initialize, tools/list and refusals).
             try:
-                lines = await _answers(exchange.lines)
+                lines = await answers(exchange.lines)
             finally:
                 session.close_exchange(exchange)
-            body = lines[0].rstrip(b"\n") if not isinstance(message, list) else _json_array(lines)
-            await _respond(writer, 200, body, {**headers, "Content-Type": "application/json"})
+            body = lines[0].rstrip(b"\n") if not isinstance(message, list) else json_array(lines)
+            await respond(writer, 200, body, {**headers, "Content-Type": "application/json"})
             return True
         try:
-            return await _stream(writer, reader, exchange.lines, headers)
+            return await stream(writer, reader, exchange.lines, headers)
         finally:
             session.close_exchange(exchange)
 
     async def _get(
         self,
-        request: _Request,
+        request: Request,
         session: HttpSession,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
@@ -412,124 +383,6 @@ class HttpEndpoint:
             raise HttpRefusal(409, "this session's GET stream is already open")
         session.standalone = asyncio.Queue()
         try:
-            return await _stream(writer, reader, session.standalone, {"Mcp-Session-Id": session.id})
+            return await stream(writer, reader, session.standalone, {"Mcp-Session-Id": session.id})
         finally:
             session.standalone = None
-
-
-# -------------------------------------------------------------------- HTTP/1.1
-
-
-async def _read_request(reader: asyncio.StreamReader) -> _Request | None:
-    """One request, or None at a clean end of the connection."""
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-    except asyncio.IncompleteReadError as exc:
-        if not exc.partial.strip():
-            return None
-        raise HttpRefusal(400, "incomplete request head") from None
-    except asyncio.LimitOverrunError:
-        raise HttpRefusal(431, f"request head larger than {MAX_HEAD} bytes") from None
-    try:
-        lines = head.decode("latin-1").split("\r\n")
-        method, target, version = lines[0].split(" ")
-    except ValueError:
-        raise HttpRefusal(400, "malformed request line") from None
-    if not version.startswith("HTTP/1."):
-        raise HttpRefusal(400, f"unsupported protocol {version!r}")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if not line:
-            continue
-        name, sep, value = line.partition(":")
-        key = name.strip().lower()
-        if not sep or not key or (key == "host" and key in headers):
-            raise HttpRefusal(400, "malformed header")
-        headers[key] = value.strip()
-    if "transfer-encoding" in headers:
-        raise HttpRefusal(501, "chunked request bodies are not supported; send Content-Length")
-    length_text = headers.get("content-length", "0")
-    if not length_text.isdigit():
-        raise HttpRefusal(400, "bad Content-Length")
-    length = int(length_text)
-    if length > MAX_BODY:
-        raise HttpRefusal(413, f"a body is at most {MAX_BODY} bytes")
-    if method == "POST" and "content-length" not in headers:
-        raise HttpRefusal(411, "a POST needs Content-Length")
-    body = await reader.readexactly(length) if length else b""
-    return _Request(method, target, headers, body)
-
-
-async def _respond(
-    writer: asyncio.StreamWriter, status: int, body: bytes, headers: Mapping[str, str]
-) -> None:
-    head = [f"HTTP/1.1 {status} {_REASONS.get(status, '')}", f"Content-Length: {len(body)}"]
-    head += [f"{k}: {v}" for k, v in headers.items()]
-    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
-    await writer.drain()
-
-
-async def _respond_refusal(
-    writer: asyncio.StreamWriter, refusal: HttpRefusal, *, close: bool = False
-) -> None:
-    body = json.dumps({"error": refusal.reason}).encode()
-    headers = {**refusal.headers, "Content-Type": "application/json"}
-    if close:
-        headers["Connection"] = "close"
-    with contextlib.suppress(ConnectionError):
-        await _respond(writer, refusal.status, body, headers)
-
-
-async def _stream(
-    writer: asyncio.StreamWriter,
-    reader: asyncio.StreamReader,
-    lines: asyncio.Queue[bytes | None],
-    headers: Mapping[str, str],
-) -> bool:
-    """An SSE response (chunked) of ``lines`` until None; False if the client went away first."""
-    head = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Cache-Control: no-cache"]
-    head += ["Transfer-Encoding: chunked", *(f"{k}: {v}" for k, v in headers.items())]
-    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
-    gone = asyncio.ensure_future(reader.read(1))  # a client sends nothing while it reads a stream
-    try:
-        while True:
-            if lines.empty():
-                getter = asyncio.ensure_future(lines.get())
-                done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
-                if getter not in done:
-                    getter.cancel()
-                    return False
-                line = getter.result()
-            else:
-                line = lines.get_nowait()
-            if line is None:
-                break
-            event = b"event: message\r\ndata: " + line.rstrip(b"\n") + b"\r\n\r\n"
-            writer.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
-            await writer.drain()
-        writer.write(b"0\r\n\r\n")
-        await writer.drain()
-        return True
-    finally:
-        gone.cancel()
-
-
-async def _answers(queue: asyncio.Queue[bytes | None]) -> list[bytes]:
-    """Every line up to the end marker (a client that went away meanwhile is found at the write)."""
-    out: list[bytes] = []
-    while (line := await queue.get()) is not None:
-        out.append(line)
-    return out
-
-
-def _drain(queue: asyncio.Queue[bytes | None]) -> list[bytes]:
-    out = []
-    while not queue.empty():
-        item = queue.get_nowait()
-        if item is not None:
-            out.append(item)
-    return out
-
-
-def _json_array(lines: list[bytes]) -> bytes:
-    return b"[" + b",".join(line.rstrip(b"\n") for line in lines) + b"]"

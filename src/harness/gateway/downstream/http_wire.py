@@ -1,0 +1,163 @@
+"""HTTP/1.1 framing for the loopback endpoint: one request read from a stream, a response or an SSE
+stream (chunked) written back. Only what ``/mcp`` needs: ``Content-Length`` bodies, keep-alive."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+MAX_BODY = 4 << 20
+"""Bytes of one POST body (the bridge's line limit is of the same order)."""
+MAX_HEAD = 16 << 10
+"""Bytes of a request line and its headers."""
+
+_REASONS = {
+    200: "OK",
+    202: "Accepted",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    406: "Not Acceptable",
+    409: "Conflict",
+    411: "Length Required",
+    413: "Content Too Large",
+    415: "Unsupported Media Type",
+    421: "Misdirected Request",
+    429: "Too Many Requests",
+    431: "Request Header Fields Too Large",
+    501: "Not Implemented",
+}
+
+
+class HttpRefusal(Exception):
+    """A request answered with an HTTP error status and a one-line reason."""
+
+    def __init__(self, status: int, reason: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.headers = dict(headers or {})
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+async def read_request(reader: asyncio.StreamReader) -> Request | None:
+    """One request, or None at a clean end of the connection."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as exc:
+        if not exc.partial.strip():
+            return None
+        raise HttpRefusal(400, "incomplete request head") from None
+    except asyncio.LimitOverrunError:
+        raise HttpRefusal(431, f"request head larger than {MAX_HEAD} bytes") from None
+    try:
+        lines = head.decode("latin-1").split("\r\n")
+        method, target, version = lines[0].split(" ")
+    except ValueError:
+        raise HttpRefusal(400, "malformed request line") from None
+    if not version.startswith("HTTP/1."):
+        raise HttpRefusal(400, f"unsupported protocol {version!r}")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if not line:
+            continue
+        name, sep, value = line.partition(":")
+        key = name.strip().lower()
+        if not sep or not key or (key == "host" and key in headers):
+            raise HttpRefusal(400, "malformed header")
+        headers[key] = value.strip()
+    if "transfer-encoding" in headers:
+        raise HttpRefusal(501, "chunked request bodies are not supported; send Content-Length")
+    length_text = headers.get("content-length", "0")
+    if not length_text.isdigit():
+        raise HttpRefusal(400, "bad Content-Length")
+    length = int(length_text)
+    if length > MAX_BODY:
+        raise HttpRefusal(413, f"a body is at most {MAX_BODY} bytes")
+    if method == "POST" and "content-length" not in headers:
+        raise HttpRefusal(411, "a POST needs Content-Length")
+    body = await reader.readexactly(length) if length else b""
+    return Request(method, target, headers, body)
+
+
+async def respond(writer: asyncio.StreamWriter, status: int, body: bytes, headers: Mapping[str, str]) -> None:
+    head = [f"HTTP/1.1 {status} {_REASONS.get(status, '')}", f"Content-Length: {len(body)}"]
+    head += [f"{k}: {v}" for k, v in headers.items()]
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+    await writer.drain()
+
+
+async def respond_refusal(writer: asyncio.StreamWriter, refusal: HttpRefusal, *, close: bool = False) -> None:
+    body = json.dumps({"error": refusal.reason}).encode()
+    headers = {**refusal.headers, "Content-Type": "application/json"}
+    if close:
+        headers["Connection"] = "close"
+    with contextlib.suppress(ConnectionError):
+        await respond(writer, refusal.status, body, headers)
+
+
+async def stream(
+    writer: asyncio.StreamWriter,
+    reader: asyncio.StreamReader,
+    lines: asyncio.Queue[bytes | None],
+    headers: Mapping[str, str],
+) -> bool:
+    """An SSE response (chunked) of ``lines`` until None; False if the client went away first."""
+    head = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Cache-Control: no-cache"]
+    head += ["Transfer-Encoding: chunked", *(f"{k}: {v}" for k, v in headers.items())]
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+    gone = asyncio.ensure_future(reader.read(1))  # a client sends nothing while it reads a stream
+    try:
+        while True:
+            if lines.empty():
+                getter = asyncio.ensure_future(lines.get())
+                done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
+                if getter not in done:
+                    getter.cancel()
+                    return False
+                line = getter.result()
+            else:
+                line = lines.get_nowait()
+            if line is None:
+                break
+            event = b"event: message\r\ndata: " + line.rstrip(b"\n") + b"\r\n\r\n"
+            writer.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return True
+    finally:
+        gone.cancel()
+
+
+async def answers(queue: asyncio.Queue[bytes | None]) -> list[bytes]:
+    """Every line up to the end marker (a client that went away meanwhile is found at the write)."""
+    out: list[bytes] = []
+    while (line := await queue.get()) is not None:
+        out.append(line)
+    return out
+
+
+def drain(queue: asyncio.Queue[bytes | None]) -> list[bytes]:
+    out = []
+    while not queue.empty():
+        item = queue.get_nowait()
+        if item is not None:
+            out.append(item)
+    return out
+
+
+def json_array(lines: list[bytes]) -> bytes:
+    return b"[" + b",".join(line.rstrip(b"\n") for line in lines) + b"]"

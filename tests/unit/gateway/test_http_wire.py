@@ -1,0 +1,51 @@
+"""The loopback endpoint's HTTP/1.1 reading: what a careless or hostile client sends is refused with
+the right status, never an exception out of the connection."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from harness.gateway.downstream.http_wire import MAX_BODY, MAX_HEAD, HttpRefusal, read_request
+
+
+def _read(data: bytes):
+    async def go():
+        reader = asyncio.StreamReader(limit=MAX_HEAD)
+        reader.feed_data(data)
+        reader.feed_eof()
+        return await read_request(reader)
+
+    return asyncio.run(go())
+
+
+def test_a_request_with_a_body_is_read_with_lowercase_headers():
+    request = _read(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:9\r\nContent-Length: 2\r\nX-A: b\r\n\r\n{}")
+    assert (request.method, request.path, request.body) == ("POST", "/mcp", b"{}")
+    assert request.headers["host"] == "127.0.0.1:9" and request.headers["x-a"] == "b"
+
+
+def test_a_clean_end_of_the_connection_is_none():
+    assert _read(b"") is None
+
+
+@pytest.mark.parametrize(
+    ("data", "status"),
+    [
+        (b"POST /mcp HTTP/1.1\r\nHost: h\r\n\r\n", 411),
+        (b"POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 501),
+        (b"POST /mcp HTTP/1.1\r\nContent-Length: " + str(MAX_BODY + 1).encode() + b"\r\n\r\n", 413),
+        (b"POST /mcp HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400),
+        (b"GARBAGE\r\n\r\n", 400),
+        (b"GET /mcp HTTP/2\r\n\r\n", 400),
+        (b"GET /mcp HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+        (b"GET /mcp HTTP/1.1\r\nno colon here\r\n\r\n", 400),
+        (b"GET /mcp HTTP/1.1\r\nX: " + b"y" * (MAX_HEAD + 10) + b"\r\n\r\n", 431),
+        (b"GET /mcp HTTP/1.1\r\nHost: a", 400),
+    ],
+)
+def test_a_bad_request_is_refused_with_its_status(data, status):
+    with pytest.raises(HttpRefusal) as refused:
+        _read(data)
+    assert refused.value.status == status
