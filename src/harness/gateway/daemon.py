@@ -46,6 +46,7 @@ from harness.gateway.control_plane import ControlPlane
 from harness.gateway.downstream.connection import session_opened_event
 from harness.gateway.downstream.control_socket import ControlSocket
 from harness.gateway.downstream.http_endpoint import HttpEndpoint
+from harness.gateway.downstream.resource_proxy import Subscriptions
 from harness.gateway.downstream.session import DownstreamSession, PolicyPublished
 from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.evidence.metrics import (
@@ -68,6 +69,7 @@ from harness.gateway.upstream.link import INIT_TIMEOUT_S, UpstreamLink
 from harness.gateway.upstream.supervised import SupervisedUpstream
 from harness.gateway.upstream.transports import connector
 from harness.gateway.upstream.unshared import UnsharedUpstreams
+from harness.gateway.wire import jsonrpc
 from harness.rules.breaker import CLOSED
 from harness.rules.routing import EMPTY_SNAPSHOT, RoutingSnapshot
 
@@ -105,6 +107,7 @@ class Daemon:
         self._background: set[asyncio.Task[None]] = set()
         self._reloading = asyncio.Lock()
         self._upstream_actors: dict[SupervisedUpstream, tuple[Any, ...]] = {}
+        self.subscriptions = Subscriptions()
         self.unshared = UnsharedUpstreams(self._instance, self._stop_upstream, self._harness_workdir)
         self.control = ControlPlane(self)
         self.own_tools = GatewayTools(read_libraries(config), self.control, self.reader)
@@ -185,6 +188,7 @@ class Daemon:
             search=self.reader.search,
             token=token if identity.harness else None,
             own=self.own_tools,
+            subscriptions=self.subscriptions,
         )
         TOOL_SCHEMA_BYTES.labels(identity.harness or "").set(len(session.listing))
         self.emit(session_opened_event(session, transport, bridge_version))
@@ -348,6 +352,8 @@ class Daemon:
         supervisor = UpstreamActor.start(config.name, config.restart_delay, status, self.emit)
         gate = BreakerGate(breaker, breaker_state, config.breaker_cooldown, time.monotonic)
         link = UpstreamLink(config, gate=gate, status=status)
+        link.on_resource_updated = self.subscriptions.updated
+        link.on_resources_changed = self._resources_changed
         log_file = BoundedLog(self.paths.upstream_logs / f"{label}.log")
         upstream = SupervisedUpstream(
             link,
@@ -375,6 +381,16 @@ class Daemon:
             await self.unshared.probe(config, self._config_folder())
         except Exception:  # the daemon starts regardless; the list fills on the first instance
             log.exception("upstream %s: the catalogue probe failed", config.name)
+
+    def _resources_changed(self, link: UpstreamLink) -> None:
+        """An upstream's resource list changed: tell the sessions it serves."""
+        line = jsonrpc.notification("notifications/resources/list_changed")
+        for session in list(self.sessions):
+            if (
+                link.name in session.view.servers
+                and self.running_link(link.name, session.identity.harness) is link
+            ):
+                session.send(line)
 
     def _harness_exited(self, event: Event) -> None:
         """A harness's process ended: its ``shared = false`` instances stop."""

@@ -125,14 +125,4 @@ async def answer(
         return jsonrpc.error(
             request_id, jsonrpc.INTERNAL_ERROR, f"upstream {link.name!r} did not answer {method}"
         )
-    if isinstance(error := reply.get("error"), dict):
-        code = error.get("code")
-        data = error.get("data")
-        return jsonrpc.error(
-            request_id,
-            code if type(code) is int else jsonrpc.INTERNAL_ERROR,
-            str(error.get("message", "")),
-            data if isinstance(data, dict) else None,
-        )
-    result = reply.get("result")
-    return jsonrpc.result(request_id, result if isinstance(result, dict) else {})
+    return jsonrpc.relayed(request_id, reply)

@@ -21,6 +21,7 @@ from harness import __version__
 from harness.events import Event, SessionClosed, SessionInitialized, ToolSearchCompleted
 from harness.gateway.calls.inflight import CallInflight
 from harness.gateway.downstream import prompt_proxy
+from harness.gateway.downstream.resource_proxy import ResourceView, Subscriptions
 from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.library.prompts import PromptLibrary
 from harness.gateway.upstream.link import UpstreamLink
@@ -45,6 +46,15 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 SERVER_NAME = "harness"
 
 PROMPT_METHODS = frozenset({"prompts/list", "prompts/get", "completion/complete"})
+RESOURCE_METHODS = frozenset(
+    {
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+    }
+)
 
 MISSING_CAPABILITY = -32021
 """The error an upstream gets for a request the agent's client cannot take (no capability for it)."""
@@ -110,6 +120,7 @@ class DownstreamSession:
         token: str | None = None,
         own: OwnTools | None = None,
         running: Callable[[str], UpstreamLink | None] | None = None,
+        subscriptions: Subscriptions | None = None,
     ) -> None:
         self.session_id = os.urandom(8).hex()
         self.token = token
@@ -130,6 +141,10 @@ class DownstreamSession:
         self._running = running or links
         """An upstream's wire if it runs for this session now, never starting one (``shared = false``
         instances start on a tool call, not on a prompt listing)."""
+        self._subscriptions = subscriptions
+        self._resources = (
+            ResourceView(lambda: self.view.servers, self._running, subscriptions) if subscriptions else None
+        )
         self._own_calls: dict[Any, bool] = {}
         """Gateway tool calls in flight, by request id: True once the client cancelled it."""
         self.client_capabilities: dict[str, Any] = {}
@@ -180,7 +195,18 @@ class DownstreamSession:
         elif method == "tools/list":
             self._list_tools(request_id)
         elif method in PROMPT_METHODS and self._own is not None:
-            self._prompts(request_id, method, message.get("params"))
+            own = self._own
+            params = message.get("params")
+            self._answer_later(
+                request_id,
+                method,
+                lambda: prompt_proxy.answer(
+                    request_id, method, params, own.prompts, self.view.servers, self._running
+                ),
+            )
+        elif method in RESOURCE_METHODS and self._resources is not None:
+            resources, params = self._resources, message.get("params")
+            self._answer_later(request_id, method, lambda: resources.answer(self, request_id, method, params))
         else:
             self.send(jsonrpc.error(request_id, jsonrpc.METHOD_NOT_FOUND, f"method not found: {method}"))
 
@@ -241,6 +267,8 @@ class DownstreamSession:
             capabilities["prompts"] = {"listChanged": False}
         if self._own is not None and any("completions" in c for c in upstream):
             capabilities["completions"] = {}
+        if self._resources is not None and any("resources" in c for c in upstream):
+            capabilities["resources"] = {"subscribe": True, "listChanged": True}
         self.send(
             jsonrpc.result(
                 request_id,
@@ -496,18 +524,14 @@ class DownstreamSession:
             self.send(line)
         self._record_gateway_call(route.tool, arguments, outcome, reason, started, len(line), route.tier)
 
-    def _prompts(self, request_id: Any, method: str, params: Any) -> None:
-        """``prompts/*`` and ``completion/complete``: side-loaded prompts and the exposed upstreams'
-        (``prompt_proxy``), answered from a task (no call-log row: no tool ran)."""
-        assert self._own is not None
+    def _answer_later(self, request_id: Any, method: str, work: Callable[[], Awaitable[bytes]]) -> None:
+        """A request answered from a task (prompts, resources: they ask upstreams): counted with the
+        gateway tool calls in flight, answered when done (no call-log row: no tool ran)."""
         if request_id in self._own_calls or len(self._own_calls) >= MAX_OWN_CALLS:
             self.send(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, "too many requests in flight"))
             return
         self._own_calls[request_id] = False
-        work = prompt_proxy.answer(
-            request_id, method, params, self._own.prompts, self.view.servers, self._running
-        )
-        task = asyncio.ensure_future(work)
+        task = asyncio.ensure_future(work())
 
         def done(task: asyncio.Future[bytes]) -> None:
             cancelled = self._own_calls.pop(request_id, False)
@@ -716,6 +740,9 @@ class DownstreamSession:
         for answer in self._relayed.values():
             answer({"error": {"code": MISSING_CAPABILITY, "message": "the agent disconnected"}})
         self._relayed.clear()
+        if self._subscriptions is not None:
+            left = asyncio.ensure_future(self._subscriptions.leave(self))
+            left.add_done_callback(lambda done: done.cancelled() or done.exception())
         self._emit(
             SessionClosed(
                 ts=time.time(), session_id=self.session_id, harness=self.identity.harness, reason=reason

@@ -59,6 +59,10 @@ class UpstreamLink:
         self._admitting: dict[int, _Admitting] = {}
         self._transport: Transport | None = None
         self.on_list_changed: Callable[[], None] = lambda: None
+        self.on_resource_updated: Callable[[UpstreamLink, str], None] = lambda _link, _uri: None
+        """``notifications/resources/updated`` for a URI (the subscriptions fan it out)."""
+        self.on_resources_changed: Callable[[UpstreamLink], None] = lambda _link: None
+        """``notifications/resources/list_changed``."""
         self.capabilities: dict[str, Any] = {}
         """What the upstream's ``initialize`` said it serves (``prompts``, ``resources``, …)."""
         self.first_attempt = asyncio.Event()
@@ -165,6 +169,13 @@ class UpstreamLink:
             self._route_progress(message)
         elif method == "notifications/tools/list_changed":
             self.on_list_changed()
+        elif method == "notifications/resources/updated":
+            params = message.get("params")
+            uri = params.get("uri") if isinstance(params, dict) else None
+            if isinstance(uri, str):
+                self.on_resource_updated(self, uri)
+        elif method == "notifications/resources/list_changed":
+            self.on_resources_changed(self)
 
     def _answer_server_request(self, message: dict[str, Any]) -> None:
         """A request from the upstream: ``ping`` is answered here; an elicitation goes to the session

@@ -144,6 +144,22 @@ def gateway_error(request_id: Any, reason: str, detail: str, next_step: str) -> 
     )
 
 
+def relayed(request_id: Any, reply: dict[str, Any]) -> bytes:
+    """An upstream's reply to a request the gateway made for a session, under the session's request
+    id: its result, or its error unchanged (a malformed one becomes an internal error)."""
+    fault = reply.get("error")
+    if isinstance(fault, dict):
+        code, data = fault.get("code"), fault.get("data")
+        return error(
+            request_id,
+            code if type(code) is int else INTERNAL_ERROR,
+            str(fault.get("message", "")),
+            data if isinstance(data, dict) else None,
+        )
+    value = reply.get("result")
+    return result(request_id, value if isinstance(value, dict) else {})
+
+
 def notification(method: str, params: dict[str, Any] | None = None) -> bytes:
     """A notification line."""
     msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
