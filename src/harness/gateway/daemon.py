@@ -46,6 +46,7 @@ from harness.gateway.control_plane import ControlPlane
 from harness.gateway.downstream.connection import session_opened_event
 from harness.gateway.downstream.control_socket import ControlSocket
 from harness.gateway.downstream.http_endpoint import HttpEndpoint
+from harness.gateway.downstream.log_relay import LogRelay
 from harness.gateway.downstream.resource_proxy import Subscriptions
 from harness.gateway.downstream.session import DownstreamSession, PolicyPublished
 from harness.gateway.evidence.known_secrets import KnownSecrets
@@ -108,6 +109,7 @@ class Daemon:
         self._reloading = asyncio.Lock()
         self._upstream_actors: dict[SupervisedUpstream, tuple[Any, ...]] = {}
         self.subscriptions = Subscriptions()
+        self.log_relay = LogRelay(self._audience)
         self.unshared = UnsharedUpstreams(self._instance, self._stop_upstream, self._harness_workdir)
         self.control = ControlPlane(self)
         self.own_tools = GatewayTools(read_libraries(config), self.control, self.reader)
@@ -189,6 +191,7 @@ class Daemon:
             token=token if identity.harness else None,
             own=self.own_tools,
             subscriptions=self.subscriptions,
+            log_relay=self.log_relay,
         )
         TOOL_SCHEMA_BYTES.labels(identity.harness or "").set(len(session.listing))
         self.emit(session_opened_event(session, transport, bridge_version))
@@ -354,6 +357,7 @@ class Daemon:
         link = UpstreamLink(config, gate=gate, status=status)
         link.on_resource_updated = self.subscriptions.updated
         link.on_resources_changed = self._resources_changed
+        link.on_log_message = self.log_relay.message
         log_file = BoundedLog(self.paths.upstream_logs / f"{label}.log")
         upstream = SupervisedUpstream(
             link,
@@ -382,15 +386,19 @@ class Daemon:
         except Exception:  # the daemon starts regardless; the list fills on the first instance
             log.exception("upstream %s: the catalogue probe failed", config.name)
 
+    def _audience(self, link: UpstreamLink) -> list[DownstreamSession]:
+        """The live sessions an upstream instance serves: its policy exposes it, it runs for them."""
+        return [
+            s
+            for s in self.sessions
+            if link.name in s.view.servers and self.running_link(link.name, s.identity.harness) is link
+        ]
+
     def _resources_changed(self, link: UpstreamLink) -> None:
         """An upstream's resource list changed: tell the sessions it serves."""
         line = jsonrpc.notification("notifications/resources/list_changed")
-        for session in list(self.sessions):
-            if (
-                link.name in session.view.servers
-                and self.running_link(link.name, session.identity.harness) is link
-            ):
-                session.send(line)
+        for session in self._audience(link):
+            session.send(line)
 
     def _harness_exited(self, event: Event) -> None:
         """A harness's process ended: its ``shared = false`` instances stop."""

@@ -21,6 +21,7 @@ from harness import __version__
 from harness.events import Event, SessionClosed, SessionInitialized, ToolSearchCompleted
 from harness.gateway.calls.inflight import CallInflight
 from harness.gateway.downstream import prompt_proxy
+from harness.gateway.downstream.log_relay import LEVELS, RANK, LogRelay
 from harness.gateway.downstream.resource_proxy import ResourceView, Subscriptions
 from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.library.prompts import PromptLibrary
@@ -121,6 +122,7 @@ class DownstreamSession:
         own: OwnTools | None = None,
         running: Callable[[str], UpstreamLink | None] | None = None,
         subscriptions: Subscriptions | None = None,
+        log_relay: LogRelay | None = None,
     ) -> None:
         self.session_id = os.urandom(8).hex()
         self.token = token
@@ -142,6 +144,9 @@ class DownstreamSession:
         """An upstream's wire if it runs for this session now, never starting one (``shared = false``
         instances start on a tool call, not on a prompt listing)."""
         self._subscriptions = subscriptions
+        self._log_relay = log_relay
+        self.log_level: str | None = None
+        """The level this session's agent set with ``logging/setLevel`` (None: it gets no logs)."""
         self._resources = (
             ResourceView(lambda: self.view.servers, self._running, subscriptions) if subscriptions else None
         )
@@ -204,6 +209,8 @@ class DownstreamSession:
                     request_id, method, params, own.prompts, self.view.servers, self._running
                 ),
             )
+        elif method == "logging/setLevel" and self._log_relay is not None:
+            self._set_level(request_id, message.get("params"))
         elif method in RESOURCE_METHODS and self._resources is not None:
             resources, params = self._resources, message.get("params")
             self._answer_later(request_id, method, lambda: resources.answer(self, request_id, method, params))
@@ -267,6 +274,8 @@ class DownstreamSession:
             capabilities["prompts"] = {"listChanged": False}
         if self._own is not None and any("completions" in c for c in upstream):
             capabilities["completions"] = {}
+        if self._log_relay is not None and any("logging" in c for c in upstream):
+            capabilities["logging"] = {}
         if self._resources is not None and any("resources" in c for c in upstream):
             capabilities["resources"] = {"subscribe": True, "listChanged": True}
         self.send(
@@ -523,6 +532,18 @@ class DownstreamSession:
         else:
             self.send(line)
         self._record_gateway_call(route.tool, arguments, outcome, reason, started, len(line), route.tier)
+
+    def _set_level(self, request_id: Any, params: Any) -> None:
+        """``logging/setLevel``: this session's level, and its upstreams' (``log_relay``)."""
+        assert self._log_relay is not None
+        level = params.get("level") if isinstance(params, dict) else None
+        if level not in RANK:
+            detail = f"logging/setLevel needs params.level, one of {', '.join(LEVELS)}"
+            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, detail))
+            return
+        self.log_level = level
+        self.send(jsonrpc.result(request_id, {}))
+        self._log_relay.level_asked(link for s in self.view.servers if (link := self._running(s)) is not None)
 
     def _answer_later(self, request_id: Any, method: str, work: Callable[[], Awaitable[bytes]]) -> None:
         """A request answered from a task (prompts, resources: they ask upstreams): counted with the

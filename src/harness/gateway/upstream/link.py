@@ -63,6 +63,8 @@ class UpstreamLink:
         """``notifications/resources/updated`` for a URI (the subscriptions fan it out)."""
         self.on_resources_changed: Callable[[UpstreamLink], None] = lambda _link: None
         """``notifications/resources/list_changed``."""
+        self.on_log_message: Callable[[UpstreamLink, Any], None] = lambda _link, _params: None
+        """``notifications/message`` (the log relay fans it out)."""
         self.capabilities: dict[str, Any] = {}
         """What the upstream's ``initialize`` said it serves (``prompts``, ``resources``, …)."""
         self.first_attempt = asyncio.Event()
@@ -176,6 +178,8 @@ class UpstreamLink:
                 self.on_resource_updated(self, uri)
         elif method == "notifications/resources/list_changed":
             self.on_resources_changed(self)
+        elif method == "notifications/message":
+            self.on_log_message(self, message.get("params"))
 
     def _answer_server_request(self, message: dict[str, Any]) -> None:
         """A request from the upstream: ``ping`` is answered here; an elicitation goes to the session
