@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import apsw
 import pytest
 
 from support import DEMO_UPSTREAM, probe_argv, read_out, toml_list, wait_until
@@ -39,6 +40,16 @@ def _plan(name: str) -> list[dict]:
     return [{"op": "repeat", "times": ROUNDS, "keep": True, "step": round_}]
 
 
+def _rows_logged(daemon, where: str) -> int:
+    conn = apsw.Connection(str(daemon.db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return conn.execute(f"SELECT count(*) FROM call_log WHERE {where}").fetchone()[0]
+    except apsw.SQLError:  # the projection is not there yet
+        return 0
+    finally:
+        conn.close()
+
+
 def test_eight_sessions_progress_cancel_and_call_at_once_and_nothing_is_misrouted(start_daemon, tmp_path):
     names = [f"h{i}" for i in range(SESSIONS)]
     config = f"[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\nmax_concurrency = 64\n\n"
@@ -59,11 +70,17 @@ def test_eight_sessions_progress_cancel_and_call_at_once_and_nothing_is_misroute
                 assert call["progress"] == list(range(1, STEPS + 1))
             assert cancelled.get("cancelled") is True, cancelled
             assert echo["result"]["content"][0]["text"] == name
-    expected = SESSIONS * ROUNDS * 4
-    rows = wait_until(lambda: len(r := daemon.calls()) >= expected and r, timeout=30)
+    answered = SESSIONS * ROUNDS * 3  # the progress and echo calls
+    wait_until(lambda: _rows_logged(daemon, "tool != 'sleep'") >= answered, timeout=60, message="their rows")
+    rows = daemon.calls()
     for name in names:
         mine = [(r["tool"], r["outcome"]) for r in rows if r["harness"] == name]
         assert mine.count(("progress", "ok")) == 2 * ROUNDS
         assert mine.count(("echo", "ok")) == ROUNDS
-        assert mine.count(("sleep", "cancelled")) == ROUNDS
-    assert len(rows) == expected
+        # Every cancelled call that reached the gateway is one `cancelled` row. Under load the SDK
+        # client can hit its 30 ms deadline before it starts writing the request, and then never sends
+        # it (mcp.shared.jsonrpc_dispatcher: "a pre-existing cancellation while the request provably
+        # never started"): nothing reached the gateway, nothing to log (seen once in 1,600 calls with
+        # two test workers). So at most ROUNDS, and never another outcome.
+        sleeps = [outcome for tool, outcome in mine if tool == "sleep"]
+        assert set(sleeps) <= {"cancelled"} and ROUNDS - 5 <= len(sleeps) <= ROUNDS, sleeps

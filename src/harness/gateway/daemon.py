@@ -45,6 +45,7 @@ from harness.gateway.actor_bridge import ask
 from harness.gateway.control_plane import ControlPlane
 from harness.gateway.downstream.connection import session_opened_event
 from harness.gateway.downstream.control_socket import ControlSocket
+from harness.gateway.downstream.features import ServerFeatures
 from harness.gateway.downstream.http_endpoint import HttpEndpoint
 from harness.gateway.downstream.log_relay import LogRelay
 from harness.gateway.downstream.resource_proxy import Subscriptions
@@ -386,10 +387,10 @@ class Daemon:
         except Exception:  # the daemon starts regardless; the list fills on the first instance
             log.exception("upstream %s: the catalogue probe failed", config.name)
 
-    def _audience(self, link: UpstreamLink) -> list[DownstreamSession]:
-        """The live sessions an upstream instance serves: its policy exposes it, it runs for them."""
+    def _audience(self, link: UpstreamLink) -> list[ServerFeatures]:
+        """The live sessions an upstream instance serves (its policy exposes it, it runs for them)."""
         return [
-            s
+            s.features
             for s in self.sessions
             if link.name in s.view.servers and self.running_link(link.name, s.identity.harness) is link
         ]

@@ -20,9 +20,9 @@ from typing import Any, Protocol
 from harness import __version__
 from harness.events import Event, SessionClosed, SessionInitialized, ToolSearchCompleted
 from harness.gateway.calls.inflight import CallInflight
-from harness.gateway.downstream import prompt_proxy
-from harness.gateway.downstream.log_relay import LEVELS, RANK, LogRelay
-from harness.gateway.downstream.resource_proxy import ResourceView, Subscriptions
+from harness.gateway.downstream.features import ServerFeatures
+from harness.gateway.downstream.log_relay import LogRelay
+from harness.gateway.downstream.resource_proxy import Subscriptions
 from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.library.prompts import PromptLibrary
 from harness.gateway.upstream.link import UpstreamLink
@@ -45,20 +45,6 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """Revisions a downstream session can negotiate through ``initialize`` (oldest first)."""
 
 SERVER_NAME = "harness"
-
-PROMPT_METHODS = frozenset({"prompts/list", "prompts/get", "completion/complete"})
-RESOURCE_METHODS = frozenset(
-    {
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-        "resources/subscribe",
-        "resources/unsubscribe",
-    }
-)
-
-MISSING_CAPABILITY = -32021
-"""The error an upstream gets for a request the agent's client cannot take (no capability for it)."""
 
 MAX_OWN_CALLS = 16
 """Gateway tool calls (facade, trajectory, skills) one session may have in flight; more are refused."""
@@ -140,23 +126,16 @@ class DownstreamSession:
         self._closed = False
         self._on_close = on_close
         self._own = own
-        self._running = running or links
-        """An upstream's wire if it runs for this session now, never starting one (``shared = false``
-        instances start on a tool call, not on a prompt listing)."""
-        self._subscriptions = subscriptions
-        self._log_relay = log_relay
-        self.log_level: str | None = None
-        """The level this session's agent set with ``logging/setLevel`` (None: it gets no logs)."""
-        self._resources = (
-            ResourceView(lambda: self.view.servers, self._running, subscriptions) if subscriptions else None
+        self.features = ServerFeatures(
+            send=send,
+            servers=lambda: self.view.servers,
+            running=running or links,
+            prompts=(lambda: own.prompts) if own is not None else None,
+            subscriptions=subscriptions,
+            log_relay=log_relay,
         )
         self._own_calls: dict[Any, bool] = {}
         """Gateway tool calls in flight, by request id: True once the client cancelled it."""
-        self.client_capabilities: dict[str, Any] = {}
-        """What the agent's client declared at ``initialize``."""
-        self._relayed: dict[int, Callable[[dict[str, Any]], None]] = {}
-        """Server-to-client requests relayed to the agent (elicitations), by the id we gave them."""
-        self._next_relay_id = 1
         self._held: dict[Any, asyncio.Task[None]] = {}
         """Calls waiting for their upstream's first start (a ``shared = false`` instance)."""
 
@@ -174,7 +153,7 @@ class DownstreamSession:
         request_id = message.get("id")
         if not isinstance(method, str):
             if "result" in message or "error" in message:
-                self._relayed_answer(message)
+                self.features.answer(message)
                 return
             valid_id = request_id if _is_id(request_id) else None
             detail = "not a JSON-RPC request: method must be a string"
@@ -199,21 +178,8 @@ class DownstreamSession:
             self._call_tool(request_id, message)
         elif method == "tools/list":
             self._list_tools(request_id)
-        elif method in PROMPT_METHODS and self._own is not None:
-            own = self._own
-            params = message.get("params")
-            self._answer_later(
-                request_id,
-                method,
-                lambda: prompt_proxy.answer(
-                    request_id, method, params, own.prompts, self.view.servers, self._running
-                ),
-            )
-        elif method == "logging/setLevel" and self._log_relay is not None:
-            self._set_level(request_id, message.get("params"))
-        elif method in RESOURCE_METHODS and self._resources is not None:
-            resources, params = self._resources, message.get("params")
-            self._answer_later(request_id, method, lambda: resources.answer(self, request_id, method, params))
+        elif self.features.serves(method):
+            self.features.handle(request_id, method, message.get("params"))
         else:
             self.send(jsonrpc.error(request_id, jsonrpc.METHOD_NOT_FOUND, f"method not found: {method}"))
 
@@ -253,6 +219,8 @@ class DownstreamSession:
                 link.cancel_call(call.upstream_id, "cancelled by the client")
             elif request_id in self._own_calls:
                 self._own_calls[request_id] = True
+            elif self.features.cancel(request_id):
+                pass
             elif (held := self._held.pop(request_id, None)) is not None:
                 held.cancel()
 
@@ -267,17 +235,8 @@ class DownstreamSession:
         info = params.get("clientInfo") if isinstance(params, dict) else None
         info = info if isinstance(info, dict) else {}
         declared = params.get("capabilities") if isinstance(params, dict) else None
-        self.client_capabilities = declared if isinstance(declared, dict) else {}
-        capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
-        upstream = [link.capabilities for s in self.view.servers if (link := self._running(s)) is not None]
-        if self._own is not None and (self._own.prompts.prompts or any("prompts" in c for c in upstream)):
-            capabilities["prompts"] = {"listChanged": False}
-        if self._own is not None and any("completions" in c for c in upstream):
-            capabilities["completions"] = {}
-        if self._log_relay is not None and any("logging" in c for c in upstream):
-            capabilities["logging"] = {}
-        if self._resources is not None and any("resources" in c for c in upstream):
-            capabilities["resources"] = {"subscribe": True, "listChanged": True}
+        self.features.client_capabilities = declared if isinstance(declared, dict) else {}
+        capabilities: dict[str, Any] = {"tools": {"listChanged": True}, **self.features.capabilities()}
         self.send(
             jsonrpc.result(
                 request_id,
@@ -446,37 +405,8 @@ class DownstreamSession:
         )
 
     def relay_request(self, message: dict[str, Any], answer: Callable[[dict[str, Any]], None]) -> None:
-        """An upstream's elicitation during this session's call: to the agent, if its client
-        declared the capability (else refused with -32021, as the MCP SDKs do), and its reply back."""
-        method = message.get("method")
-        capability = "elicitation" if method == "elicitation/create" else None
-        if self._closed or capability is None or capability not in self.client_capabilities:
-            why = (
-                "the agent disconnected"
-                if self._closed
-                else f"the agent's client did not declare {capability}"
-            )
-            answer({"error": {"code": MISSING_CAPABILITY, "message": f"{method} refused: {why}"}})
-            return
-        relay_id = self._next_relay_id
-        self._next_relay_id += 1
-        self._relayed[relay_id] = answer
-        self.send(
-            jsonrpc.encode(
-                {"jsonrpc": "2.0", "id": relay_id, "method": method, "params": message.get("params", {})}
-            )
-        )
-
-    def _relayed_answer(self, message: dict[str, Any]) -> None:
-        relay_id = message.get("id")
-        answer = self._relayed.pop(relay_id, None) if type(relay_id) is int else None
-        if answer is None:
-            return  # not an answer to anything we asked: dropped
-        if isinstance(message.get("error"), dict):
-            answer({"error": message["error"]})
-        else:
-            result = message.get("result")
-            answer({"result": result if isinstance(result, dict) else {}})
+        """An upstream's elicitation during this session's call (``ServerFeatures``)."""
+        self.features.relay_request(message, answer)
 
     def _own_call(self, request_id: Any, name: str, arguments: dict[str, Any], started: float) -> None:
         """A facade, trajectory or skill tool: tier-checked here, run as a task on the loop, answered
@@ -532,42 +462,6 @@ class DownstreamSession:
         else:
             self.send(line)
         self._record_gateway_call(route.tool, arguments, outcome, reason, started, len(line), route.tier)
-
-    def _set_level(self, request_id: Any, params: Any) -> None:
-        """``logging/setLevel``: this session's level, and its upstreams' (``log_relay``)."""
-        assert self._log_relay is not None
-        level = params.get("level") if isinstance(params, dict) else None
-        if level not in RANK:
-            detail = f"logging/setLevel needs params.level, one of {', '.join(LEVELS)}"
-            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, detail))
-            return
-        self.log_level = level
-        self.send(jsonrpc.result(request_id, {}))
-        self._log_relay.level_asked(link for s in self.view.servers if (link := self._running(s)) is not None)
-
-    def _answer_later(self, request_id: Any, method: str, work: Callable[[], Awaitable[bytes]]) -> None:
-        """A request answered from a task (prompts, resources: they ask upstreams): counted with the
-        gateway tool calls in flight, answered when done (no call-log row: no tool ran)."""
-        if request_id in self._own_calls or len(self._own_calls) >= MAX_OWN_CALLS:
-            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, "too many requests in flight"))
-            return
-        self._own_calls[request_id] = False
-        task = asyncio.ensure_future(work())
-
-        def done(task: asyncio.Future[bytes]) -> None:
-            cancelled = self._own_calls.pop(request_id, False)
-            if task.cancelled() or cancelled:
-                return
-            error = task.exception()
-            if error is not None:
-                log.error("%s failed", method, exc_info=error)
-                self.send(
-                    jsonrpc.error(request_id, jsonrpc.INTERNAL_ERROR, f"{method} failed inside the gateway")
-                )
-                return
-            self.send(task.result())
-
-        task.add_done_callback(done)
 
     def _search_tools(self, request_id: Any, arguments: dict[str, Any], started: float) -> None:
         query = arguments.get("query")
@@ -758,12 +652,7 @@ class DownstreamSession:
         for held in list(self._held.values()):
             held.cancel()
         self._held.clear()
-        for answer in self._relayed.values():
-            answer({"error": {"code": MISSING_CAPABILITY, "message": "the agent disconnected"}})
-        self._relayed.clear()
-        if self._subscriptions is not None:
-            left = asyncio.ensure_future(self._subscriptions.leave(self))
-            left.add_done_callback(lambda done: done.cancelled() or done.exception())
+        self.features.close()
         self._emit(
             SessionClosed(
                 ts=time.time(), session_id=self.session_id, harness=self.identity.harness, reason=reason
