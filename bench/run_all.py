@@ -26,6 +26,8 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "tool_search.py": ([], []),
     "context_economy.py": ([], ["--quick"]),
     "chaos.py": ([], ["--duration", "10", "--kills", "5"]),
+    "http_endpoint.py": ([], ["--rounds", "1", "-n", "50"]),
+    "multiplexed_progress.py": ([], ["--rounds", "1", "-n", "10"]),
 }
 
 
