@@ -18,6 +18,9 @@ class Link:
         self.config = type("C", (), {"timeout": 5.0})()
         self.levels: list[str] = []
 
+    def serves(self, capability: str) -> bool:
+        return self.available and capability in self.capabilities
+
     async def ask(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
         assert method == "logging/setLevel"
         self.levels.append(params["level"])

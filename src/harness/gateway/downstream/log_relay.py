@@ -47,7 +47,7 @@ class LogRelay:
     def level_asked(self, links: Iterable[UpstreamLink]) -> None:
         """A session set its level: move each of its upstreams to the most verbose level wanted."""
         for link in links:
-            if "logging" not in link.capabilities or not link.available:
+            if not link.serves("logging"):
                 continue
             wanted = [s.log_level for s in self._audience(link) if s.log_level is not None]
             if not wanted:

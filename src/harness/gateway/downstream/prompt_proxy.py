@@ -23,33 +23,17 @@ from harness.naming import exposed_name
 
 log = logging.getLogger(__name__)
 
-MAX_PAGES = 20
-"""Pages of one upstream's ``prompts/list`` read for one answer."""
 LIST_TIMEOUT_S = 10.0
 
 
 def _serving(links: Callable[[str], UpstreamLink | None], server: str) -> UpstreamLink | None:
     link = links(server)
-    if link is None or not link.available or "prompts" not in link.capabilities:
-        return None
-    return link
+    return link if link is not None and link.serves("prompts") else None
 
 
 async def _upstream_prompts(link: UpstreamLink) -> list[dict[str, Any]]:
-    prompts: list[dict[str, Any]] = []
-    cursor: Any = None
-    for _page in range(MAX_PAGES):
-        reply = await link.ask("prompts/list", {"cursor": cursor} if cursor else {}, LIST_TIMEOUT_S)
-        result = reply.get("result")
-        if not isinstance(result, dict):
-            break
-        prompts.extend(
-            p for p in result.get("prompts", ()) if isinstance(p, dict) and isinstance(p.get("name"), str)
-        )
-        cursor = result.get("nextCursor")
-        if not cursor:
-            break
-    return prompts
+    prompts = await link.list_all("prompts/list", "prompts", LIST_TIMEOUT_S)
+    return [p for p in prompts if isinstance(p.get("name"), str)]
 
 
 async def list_prompts(

@@ -22,7 +22,6 @@ from harness.gateway.wire import jsonrpc
 
 log = logging.getLogger(__name__)
 
-MAX_PAGES = 20
 LIST_TIMEOUT_S = 10.0
 RESOURCE_NOT_FOUND = -32002
 
@@ -83,28 +82,6 @@ class Subscriptions:
             session.send(line)
 
 
-def _serving(links: Links, server: str) -> UpstreamLink | None:
-    link = links(server)
-    if link is None or not link.available or "resources" not in link.capabilities:
-        return None
-    return link
-
-
-async def _all_pages(link: UpstreamLink, method: str, key: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    cursor: Any = None
-    for _page in range(MAX_PAGES):
-        reply = await link.ask(method, {"cursor": cursor} if cursor else {}, LIST_TIMEOUT_S)
-        result = reply.get("result")
-        if not isinstance(result, dict):
-            break
-        items.extend(item for item in result.get(key, ()) if isinstance(item, dict))
-        cursor = result.get("nextCursor")
-        if not cursor:
-            break
-    return items
-
-
 class ResourceView:
     """One session's resources: the URIs it listed, by the upstream that serves them."""
 
@@ -118,12 +95,16 @@ class ResourceView:
 
     def serving(self) -> list[tuple[str, UpstreamLink]]:
         """The exposed upstreams that serve resources now, in policy order."""
-        return [(s, link) for s in self._servers() if (link := _serving(self._links, s)) is not None]
+        return [
+            (s, link)
+            for s in self._servers()
+            if (link := self._links(s)) is not None and link.serves("resources")
+        ]
 
     async def _merged(self, method: str, key: str) -> list[dict[str, Any]]:
         serving = self.serving()
         found = await asyncio.gather(
-            *(_all_pages(link, method, key) for _s, link in serving), return_exceptions=True
+            *(link.list_all(method, key, LIST_TIMEOUT_S) for _s, link in serving), return_exceptions=True
         )
         merged: list[dict[str, Any]] = []
         for (server, _link), items in zip(serving, found, strict=True):

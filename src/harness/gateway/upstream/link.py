@@ -135,6 +135,25 @@ class UpstreamLink:
         finally:
             self._pending.pop(uid, None)
 
+    def serves(self, capability: str) -> bool:
+        """Whether the upstream is up and declared ``capability`` (``prompts``, ``resources``, …)."""
+        return self.available and capability in self.capabilities
+
+    async def list_all(self, method: str, key: str, timeout: float, pages: int = 20) -> list[dict[str, Any]]:
+        """The ``key`` objects of every page of a ``*/list`` request (at most ``pages`` pages; an
+        answer that is not a result ends the list where it is)."""
+        items: list[dict[str, Any]] = []
+        cursor: Any = None
+        for _page in range(pages):
+            result = (await self.ask(method, {"cursor": cursor} if cursor else {}, timeout)).get("result")
+            if not isinstance(result, dict):
+                break
+            items.extend(item for item in result.get(key, ()) if isinstance(item, dict))
+            cursor = result.get("nextCursor")
+            if not cursor:
+                break
+        return items
+
     async def request(
         self, method: str, params: dict[str, Any], timeout: float = INIT_TIMEOUT_S
     ) -> dict[str, Any]:
