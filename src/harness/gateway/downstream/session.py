@@ -64,6 +64,11 @@ class OwnTools(Protocol):
         ...
 
 
+def _own_route(tool: str, tier: Tier = "read") -> Route:
+    """Where a call-log row of the gateway's own puts it: upstream ``harness``."""
+    return Route(tool, "harness", tool, tier)
+
+
 def _is_id(value: Any) -> bool:
     """A JSON-RPC request id: a string or an integer (never a bool)."""
     return isinstance(value, str | int) and not isinstance(value, bool)
@@ -332,7 +337,7 @@ class DownstreamSession:
                     request_id,
                     started,
                     forward=lambda: self._forward(request_id, message, params, name, arguments, started),
-                    cancelled=lambda: self._record_cancelled(route, arguments, started),
+                    cancelled=lambda: self._record(route, arguments, "cancelled", None, started, 0),
                 )
                 return
             self._refuse(request_id, "upstream_unavailable", name, route, arguments, started)
@@ -369,20 +374,6 @@ class DownstreamSession:
         self._held[request_id] = task
         task.add_done_callback(lambda done: cancelled() if done.cancelled() else None)
 
-    def _record_cancelled(self, route: Route, arguments: Any, started: float) -> None:
-        self.recorder.record(
-            session=self,
-            upstream=route.upstream,
-            tool=route.tool,
-            tier=route.tier,
-            arguments=arguments,
-            outcome="cancelled",
-            reason=None,
-            started=started,
-            response_bytes=0,
-            span_id=os.urandom(8).hex(),
-        )
-
     def call_ended(
         self, call: CallInflight, outcome: Outcome, reason: str | None, response_bytes: int
     ) -> None:
@@ -390,19 +381,7 @@ class DownstreamSession:
         entry = self.calls.get(call.downstream_id)
         if entry is not None and entry[1] is call:
             del self.calls[call.downstream_id]
-        route = call.route
-        self.recorder.record(
-            session=self,
-            upstream=route.upstream,
-            tool=route.tool,
-            tier=route.tier,
-            arguments=call.arguments,
-            outcome=outcome,
-            reason=reason,
-            started=call.started,
-            response_bytes=response_bytes,
-            span_id=call.span_id,
-        )
+        self._record(call.route, call.arguments, outcome, reason, call.started, response_bytes, call.span_id)
 
     def relay_request(self, message: dict[str, Any], answer: Callable[[dict[str, Any]], None]) -> None:
         """An upstream's elicitation during this session's call (``ServerFeatures``)."""
@@ -411,12 +390,11 @@ class DownstreamSession:
     def _own_call(self, request_id: Any, name: str, arguments: dict[str, Any], started: float) -> None:
         """A facade, trajectory or skill tool: tier-checked here, run as a task on the loop, answered
         and recorded (under ``harness``) when it ends."""
-        tier = GATEWAY_TOOL_TIERS[name]
-        route = Route(name, "harness", name, tier)
+        route = _own_route(name, GATEWAY_TOOL_TIERS[name])
         if self._own is None:
             self._refuse(request_id, "unknown_tool", name, None, arguments, started)
             return
-        if tier == "write" and "write" not in self.identity.allow:
+        if route.tier == "write" and "write" not in self.identity.allow:
             self._refuse(request_id, "not_permitted", name, route, arguments, started)
             return
         if len(self._own_calls) >= MAX_OWN_CALLS:
@@ -432,7 +410,7 @@ class DownstreamSession:
     ) -> None:
         cancelled = self._own_calls.pop(request_id, False)
         if task.cancelled():  # the daemon is stopping
-            self._record_gateway_call(route.tool, arguments, "cancelled", None, started, 0, route.tier)
+            self._record(route, arguments, "cancelled", None, started, 0)
             return
         error = task.exception()
         if isinstance(error, NotPermitted):
@@ -461,7 +439,7 @@ class DownstreamSession:
             outcome, reason = "cancelled", None
         else:
             self.send(line)
-        self._record_gateway_call(route.tool, arguments, outcome, reason, started, len(line), route.tier)
+        self._record(route, arguments, outcome, reason, started, len(line))
 
     def _search_tools(self, request_id: Any, arguments: dict[str, Any], started: float) -> None:
         query = arguments.get("query")
@@ -477,9 +455,8 @@ class DownstreamSession:
             if error is not None:
                 line = jsonrpc.error(request_id, jsonrpc.INTERNAL_ERROR, "tool search failed; retry")
                 self.send(line)
-                self._record_gateway_call(
-                    SEARCH_TOOLS, arguments, "upstream_error", "search_failed", started, len(line)
-                )
+                route = _own_route(SEARCH_TOOLS)
+                self._record(route, arguments, "upstream_error", "search_failed", started, len(line))
                 return
             found = [self._describe(hit.name, view) for hit in hits if hit.name in view.tools]
             result = {
@@ -489,7 +466,7 @@ class DownstreamSession:
             }
             line = jsonrpc.result(request_id, result)
             self.send(line)
-            self._record_gateway_call(SEARCH_TOOLS, arguments, "ok", None, started, len(line))
+            self._record(_own_route(SEARCH_TOOLS), arguments, "ok", None, started, len(line))
             self._emit(
                 ToolSearchCompleted(
                     ts=time.time(),
@@ -517,27 +494,28 @@ class DownstreamSession:
             "inputSchema": tool.get("inputSchema", {}),
         }
 
-    def _record_gateway_call(
+    def _record(
         self,
-        tool: str,
+        route: Route,
         arguments: Any,
         outcome: Outcome,
         reason: str | None,
         started: float,
         size: int,
-        tier: Tier = "read",
+        span_id: str | None = None,
     ) -> None:
+        """One call-log row for a call to ``route`` (a gateway tool's route names ``harness``)."""
         self.recorder.record(
             session=self,
-            upstream="harness",
-            tool=tool,
-            tier=tier,
+            upstream=route.upstream,
+            tool=route.tool,
+            tier=route.tier,
             arguments=arguments,
             outcome=outcome,
             reason=reason,
             started=started,
             response_bytes=size,
-            span_id=os.urandom(8).hex(),
+            span_id=span_id or os.urandom(8).hex(),
         )
 
     def _invalid(
@@ -549,17 +527,9 @@ class DownstreamSession:
             request_id, "invalid_request", detail, "Fix the request; it was not sent to any upstream."
         )
         self.send(line)
-        self.recorder.record(
-            session=self,
-            upstream="harness",
-            tool=(name or "tools/call")[:200],
-            tier="read",
-            arguments=arguments if arguments is not None else {},
-            outcome="denied",
-            reason="invalid_request",
-            started=started,
-            response_bytes=len(line),
-            span_id=os.urandom(8).hex(),
+        route = _own_route((name or "tools/call")[:200])
+        self._record(
+            route, arguments if arguments is not None else {}, "denied", "invalid_request", started, len(line)
         )
 
     def _refuse(
@@ -602,19 +572,8 @@ class DownstreamSession:
                 step = "Its tools stay listed; retry in a few seconds."
         line = jsonrpc.gateway_error(request_id, reason, detail, step)
         self.send(line)
-        real = route or excluded
-        self.recorder.record(
-            session=self,
-            upstream=real.upstream if real else "harness",
-            tool=real.tool if real else name[:200],
-            tier=real.tier if real else "read",
-            arguments=arguments,
-            outcome=jsonrpc.OUTCOME_OF_REASON[reason],
-            reason=reason,
-            started=started,
-            response_bytes=len(line),
-            span_id=os.urandom(8).hex(),
-        )
+        real = route or excluded or _own_route(name[:200])
+        self._record(real, arguments, jsonrpc.OUTCOME_OF_REASON[reason], reason, started, len(line))
 
     # ---------------------------------------------------------------- mailbox
 
