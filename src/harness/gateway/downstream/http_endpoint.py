@@ -109,10 +109,10 @@ class HttpSession:
         ids: set[Any] = set()
         tokens: set[Any] = set()
         for m in messages:
-            if isinstance(m, dict) and isinstance(m.get("method"), str) and _is_id(m.get("id")):
+            if isinstance(m, dict) and isinstance(m.get("method"), str) and jsonrpc.is_id(m.get("id")):
                 ids.add(m["id"])
                 meta = m.get("params", {}).get("_meta") if isinstance(m.get("params"), dict) else None
-                if isinstance(meta, dict) and _is_id(meta.get("progressToken")):
+                if isinstance(meta, dict) and jsonrpc.is_id(meta.get("progressToken")):
                     tokens.add(meta["progressToken"])
         exchange = _Exchange(ids, tokens)
         for request_id in ids:
@@ -134,7 +134,7 @@ class HttpSession:
         except ValueError:
             return
         request_id = message.get("id") if isinstance(message, dict) else None
-        if not _is_id(request_id):
+        if not jsonrpc.is_id(request_id):
             request_id = None
         is_answer = isinstance(message, dict) and "method" not in message
         current = self.current
@@ -164,10 +164,6 @@ class HttpSession:
             exchange.lines.put_nowait(None)
 
 
-def _is_id(value: Any) -> bool:
-    return isinstance(value, str | int) and not isinstance(value, bool)
-
-
 class HttpEndpoint:
     """Serves ``/mcp`` on one loopback address."""
 
@@ -191,11 +187,6 @@ class HttpEndpoint:
     async def start(self) -> None:
         """Listen (OSError if the address is taken)."""
         self._server = await asyncio.start_server(self._connected, self.host, self.port, limit=MAX_HEAD)
-        if self.port == 0:
-            self.port = self._server.sockets[0].getsockname()[1]
-            names = {"127.0.0.1", "localhost", "[::1]"}
-            self._hosts = {f"{name}:{self.port}" for name in names}
-            self._origins = {f"http://{name}:{self.port}" for name in names}
 
     async def close(self) -> None:
         """Stop listening, end every session and connection."""

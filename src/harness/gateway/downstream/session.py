@@ -69,11 +69,6 @@ def _own_route(tool: str, tier: Tier = "read") -> Route:
     return Route(tool, "harness", tool, tier)
 
 
-def _is_id(value: Any) -> bool:
-    """A JSON-RPC request id: a string or an integer (never a bool)."""
-    return isinstance(value, str | int) and not isinstance(value, bool)
-
-
 def _no_search(query: str, k: int, allowed: frozenset[str], done: SearchDone) -> None:
     done([], None)
 
@@ -160,14 +155,14 @@ class DownstreamSession:
             if "result" in message or "error" in message:
                 self.features.answer(message)
                 return
-            valid_id = request_id if _is_id(request_id) else None
+            valid_id = request_id if jsonrpc.is_id(request_id) else None
             detail = "not a JSON-RPC request: method must be a string"
             self.send(jsonrpc.error(valid_id, jsonrpc.INVALID_REQUEST, detail))
             return
         if "id" not in message:
             self._notification(method, message.get("params"))
             return
-        if not _is_id(request_id):
+        if not jsonrpc.is_id(request_id):
             self.send(
                 jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "a request id must be a string or an integer")
             )
@@ -216,7 +211,7 @@ class DownstreamSession:
     def _notification(self, method: str, params: Any) -> None:
         if method == "notifications/cancelled" and isinstance(params, dict):
             request_id = params.get("requestId")
-            if not isinstance(request_id, int | str) or isinstance(request_id, bool):  # not an id: true == 1
+            if not jsonrpc.is_id(request_id):  # not an id (true == 1)
                 return
             entry = self.calls.get(request_id)
             if entry is not None:

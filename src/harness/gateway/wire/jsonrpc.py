@@ -144,6 +144,11 @@ def gateway_error(request_id: Any, reason: str, detail: str, next_step: str) -> 
     )
 
 
+def is_id(value: Any) -> bool:
+    """A JSON-RPC request id: a string or an integer (never a bool, though ``True == 1``)."""
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
 def relayed(request_id: Any, reply: dict[str, Any]) -> bytes:
     """An upstream's reply to a request the gateway made for a session, under the session's request
     id: its result, or its error unchanged (a malformed one becomes an internal error)."""
