@@ -65,7 +65,7 @@ from harness.gateway.facade import GatewayTools, read_libraries
 from harness.gateway.harnesses.spawner import HarnessSpawner
 from harness.gateway.processes import BoundedLog
 from harness.gateway.state_dir import DaemonLock, StatePaths
-from harness.gateway.store_reader import StoreReader, latest_catalogue
+from harness.gateway.store_reader import StoreReader
 from harness.gateway.upstream.admission import BreakerGate
 from harness.gateway.upstream.link import INIT_TIMEOUT_S, UpstreamLink
 from harness.gateway.upstream.supervised import SupervisedUpstream
@@ -375,7 +375,7 @@ class Daemon:
         the one the store kept, else a probe's."""
         assert self._policy is not None
         try:
-            kept = await asyncio.to_thread(latest_catalogue, self.paths.db, config.name)
+            kept = await self.reader.latest_catalogue(config.name)
         except Exception as exc:  # a store that cannot be read here: the probe still gives the list
             log.warning("upstream %s: no kept catalogue (%s); probing", config.name, exc)
             kept = None

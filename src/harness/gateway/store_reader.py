@@ -66,6 +66,28 @@ class StoreReader:
 
         return await asyncio.get_running_loop().run_in_executor(self._pool, work)
 
+    async def latest_catalogue(self, upstream: str) -> ToolCatalogFetched | None:
+        """The newest catalogue event of ``upstream`` that the tool index holds (found through the
+        index's ``position`` column: no scan of the log), or None (no tools kept)."""
+
+        def work() -> ToolCatalogFetched | None:
+            try:
+                row = (
+                    self._connection()
+                    .execute(
+                        "SELECT e.name, e.version, e.data FROM events AS e WHERE e.position ="
+                        " (SELECT max(position) FROM tool_index WHERE upstream = ?)",
+                        (upstream,),
+                    )
+                    .fetchone()
+                )
+            except apsw.SQLError:  # no tool index yet
+                return None
+            event = decode(*row) if row is not None else None
+            return event if isinstance(event, ToolCatalogFetched) else None
+
+        return await asyncio.get_running_loop().run_in_executor(self._pool, work)
+
     def close(self) -> None:
         """Stop the worker and close the connections."""
         self._pool.shutdown(wait=True)
@@ -75,25 +97,3 @@ class StoreReader:
         if self._view is not None:
             self._view.close()
             self._view = None
-
-
-def latest_catalogue(db: Path, upstream: str) -> ToolCatalogFetched | None:
-    """The newest catalogue event of ``upstream`` that the tool index holds (found through the
-    index's ``position`` column: no scan of the log), or None (no store, or no tools kept)."""
-    if not db.exists():
-        return None
-    conn = open_read_only(db)
-    try:
-        row = conn.execute(
-            "SELECT e.name, e.version, e.data FROM events AS e WHERE e.position ="
-            " (SELECT max(position) FROM tool_index WHERE upstream = ?)",
-            (upstream,),
-        ).fetchone()
-    except apsw.SQLError:  # no tool index yet
-        return None
-    finally:
-        conn.close()
-    if row is None:
-        return None
-    event = decode(*row)
-    return event if isinstance(event, ToolCatalogFetched) else None
