@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+import pytest
+
 from harness.rules.gateway_tools import FACADE_READ_TOOLS
 from harness.testing.spawned import toml_list  # noqa: F401 - re-exported: one definition, shared with bench/
 
@@ -231,3 +233,26 @@ INITIALIZE = {
     },
 }
 """A raw ``initialize`` request (for tests that speak HTTP or JSON-RPC by hand)."""
+
+
+EVERYTHING = NPM_BIN / "mcp-server-everything"
+"""The reference server `@modelcontextprotocol/server-everything` (tools, prompts, resources, logging,
+elicitation)."""
+
+
+def everything_upstream(read_all: bool = True) -> str:
+    """An ``[mcp.everything]`` table running it (every tool read-tier unless ``read_all`` is False)."""
+    return (
+        f'[mcp.everything]\nargv = ["{EVERYTHING}"]\n' + ('read_tools = ["*"]\n' if read_all else "") + "\n"
+    )
+
+
+needs_everything = pytest.mark.skipif(not EVERYTHING.exists(), reason="npm install --prefix tests/npm")
+
+
+def idle_harnesses(policies: dict[str, str]) -> str:
+    """``[harness.NAME]`` tables of agents that only wait (the test connects with their tokens), by
+    name → policy."""
+    return "".join(
+        f'[harness.{n}]\nargv = ["sleep", "600"]\nmcp_policy = "{p}"\n\n' for n, p in policies.items()
+    )

@@ -10,14 +10,12 @@ import anyio
 import pytest
 from mcp import Client, types
 
-from support import NPM_BIN, bridge_params
+from support import bridge_params, everything_upstream, idle_harnesses, needs_everything
 
 pytestmark = [
     pytest.mark.acceptance,
     pytest.mark.slow,
-    pytest.mark.skipif(
-        not (NPM_BIN / "mcp-server-everything").exists(), reason="npm install --prefix tests/npm"
-    ),
+    needs_everything,
 ]
 
 TOOL = "everything__trigger-elicitation-request"
@@ -26,13 +24,8 @@ TOOL = "everything__trigger-elicitation-request"
 def test_an_elicitation_reaches_only_the_session_whose_call_asked_and_is_refused_when_ambiguous(
     start_daemon, tmp_path
 ):
-    harnesses = "".join(
-        f'[harness.{n}]\nargv = ["sleep", "600"]\nmcp_policy = "p"\n\n' for n in ("a", "b", "c")
-    )
-    daemon = start_daemon(
-        f'[mcp.everything]\nargv = ["{NPM_BIN / "mcp-server-everything"}"]\nread_tools = ["*"]\n\n'
-        f'[mcp_policy.p]\nservers = ["everything"]\n\n{harnesses}'
-    )
+    harnesses = idle_harnesses(dict.fromkeys(("a", "b", "c"), "p"))
+    daemon = start_daemon(everything_upstream() + f'[mcp_policy.p]\nservers = ["everything"]\n\n{harnesses}')
     envs = daemon.harness_envs()
     asked: dict[str, list[str]] = {"a": [], "b": [], "c": []}
     seen: dict = {}

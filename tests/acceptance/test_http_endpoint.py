@@ -14,18 +14,24 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from support import DEMO_UPSTREAM, INITIALIZE, NPM_BIN, free_port, toml_list, wait_until
+from support import (
+    DEMO_UPSTREAM,
+    EVERYTHING,
+    INITIALIZE,
+    everything_upstream,
+    free_port,
+    toml_list,
+    wait_until,
+)
 
 pytestmark = pytest.mark.acceptance
-
-EVERYTHING = NPM_BIN / "mcp-server-everything"
 
 
 def _config(port: int) -> str:
     upstreams = f"[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n"
     servers = '["demo"]'
     if EVERYTHING.exists():
-        upstreams += f'[mcp.everything]\nargv = ["{EVERYTHING}"]\nread_tools = ["*"]\n\n'
+        upstreams += everything_upstream()
         servers = '["demo", "everything"]'
     return (
         f'[mcp]\nlisten = "127.0.0.1:{port}"\n\n{upstreams}[mcp_policy.p]\nservers = {servers}\n\n'

@@ -7,25 +7,20 @@ import anyio
 import pytest
 from mcp import Client
 
-from support import NPM_BIN, bridge_params
+from support import bridge_params, everything_upstream, idle_harnesses, needs_everything
 
 pytestmark = [
     pytest.mark.acceptance,
     pytest.mark.slow,
-    pytest.mark.skipif(
-        not (NPM_BIN / "mcp-server-everything").exists(), reason="npm install --prefix tests/npm"
-    ),
+    needs_everything,
 ]
 
 
 # logging/setLevel is a handshake-era method (deprecated by SEP-2577 in 2026-07-28): the SDK warns.
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 def test_log_messages_reach_the_sessions_that_asked_for_them_with_the_upstream_named(start_daemon):
-    harnesses = "".join(f'[harness.{n}]\nargv = ["sleep", "600"]\nmcp_policy = "p"\n\n' for n in ("a", "b"))
-    daemon = start_daemon(
-        f'[mcp.everything]\nargv = ["{NPM_BIN / "mcp-server-everything"}"]\nread_tools = ["*"]\n\n'
-        f'[mcp_policy.p]\nservers = ["everything"]\n\n{harnesses}'
-    )
+    harnesses = idle_harnesses(dict.fromkeys(("a", "b"), "p"))
+    daemon = start_daemon(everything_upstream() + f'[mcp_policy.p]\nservers = ["everything"]\n\n{harnesses}')
     envs = daemon.harness_envs()
     logs: dict[str, list[tuple[str, str]]] = {"a": [], "b": []}
 

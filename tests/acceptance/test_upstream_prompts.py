@@ -8,14 +8,19 @@ import anyio
 import pytest
 from mcp import Client
 
-from support import DEMO_UPSTREAM, NPM_BIN, bridge_params, toml_list
+from support import (
+    DEMO_UPSTREAM,
+    bridge_params,
+    everything_upstream,
+    idle_harnesses,
+    needs_everything,
+    toml_list,
+)
 
 pytestmark = [
     pytest.mark.acceptance,
     pytest.mark.slow,
-    pytest.mark.skipif(
-        not (NPM_BIN / "mcp-server-everything").exists(), reason="npm install --prefix tests/npm"
-    ),
+    needs_everything,
 ]
 
 
@@ -26,11 +31,10 @@ def test_upstream_prompts_are_listed_namespaced_served_and_completed_within_the_
     (tmp_path / "prompts" / "review.md").write_text("Review it.\n")
     daemon = start_daemon(
         '[mcp]\nprompt_paths = ["prompts"]\n\n'
-        f'[mcp.everything]\nargv = ["{NPM_BIN / "mcp-server-everything"}"]\n\n'
-        f"[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n"
+        + everything_upstream(read_all=False)
+        + f"[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n"
         '[mcp_policy.all]\nservers = ["everything", "demo"]\n\n[mcp_policy.demo-only]\nservers = ["demo"]\n\n'
-        '[harness.wide]\nargv = ["sleep", "600"]\nmcp_policy = "all"\n\n'
-        '[harness.narrow]\nargv = ["sleep", "600"]\nmcp_policy = "demo-only"\n'
+        + idle_harnesses({"wide": "all", "narrow": "demo-only"})
     )
     envs = daemon.harness_envs()
     seen: dict = {}

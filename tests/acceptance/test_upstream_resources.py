@@ -8,14 +8,19 @@ import anyio
 import pytest
 from mcp import Client
 
-from support import DEMO_UPSTREAM, NPM_BIN, bridge_params, toml_list
+from support import (
+    DEMO_UPSTREAM,
+    bridge_params,
+    everything_upstream,
+    idle_harnesses,
+    needs_everything,
+    toml_list,
+)
 
 pytestmark = [
     pytest.mark.acceptance,
     pytest.mark.slow,
-    pytest.mark.skipif(
-        not (NPM_BIN / "mcp-server-everything").exists(), reason="npm install --prefix tests/npm"
-    ),
+    needs_everything,
 ]
 
 DOC = "demo://resource/static/document/architecture.md"
@@ -25,13 +30,9 @@ DOC = "demo://resource/static/document/architecture.md"
 # warns on each call, and these sessions are handshake-era.
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 def test_resources_are_listed_read_and_subscribed_and_updates_reach_only_subscribers(start_daemon):
-    harnesses = "".join(
-        f'[harness.{n}]\nargv = ["sleep", "600"]\nmcp_policy = "{p}"\n\n'
-        for n, p in (("a", "all"), ("b", "all"), ("c", "all"), ("d", "demo-only"))
-    )
+    harnesses = idle_harnesses({"a": "all", "b": "all", "c": "all", "d": "demo-only"})
     daemon = start_daemon(
-        f'[mcp.everything]\nargv = ["{NPM_BIN / "mcp-server-everything"}"]\nread_tools = ["*"]\n\n'
-        f"[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n"
+        everything_upstream() + f"[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n"
         '[mcp_policy.all]\nservers = ["everything", "demo"]\n\n[mcp_policy.demo-only]\nservers = ["demo"]\n\n'
         + harnesses
     )
