@@ -12,7 +12,22 @@ from harness.gateway.downstream.session import DownstreamSession
 from harness.gateway.evidence.recording import CallRecorder
 from harness.rules.access import PeerOrigin
 from harness.rules.exposure import EMPTY_VIEW
-from harness.rules.routing import UNATTRIBUTED
+from harness.rules.routing import UNATTRIBUTED, Identity
+
+
+def plain_session(
+    send: Callable[[bytes], None], events: list[Any], identity: Identity = UNATTRIBUTED, **more: Any
+) -> DownstreamSession:
+    """A session with no upstream and no tools, recording its events into ``events``."""
+    return DownstreamSession(
+        identity=identity,
+        view=EMPTY_VIEW,
+        links=lambda _name: None,
+        recorder=CallRecorder(events.append, "redacted"),
+        emit=events.append,
+        send=send,
+        **more,
+    )
 
 
 class FakeTransport(asyncio.Transport):
@@ -61,15 +76,7 @@ class FakeDoor:
     def open_session(
         self, origin: PeerOrigin, token: str | None, send: Callable[[bytes], None], version: int
     ) -> DownstreamSession:
-        events: list[Any] = []
-        session = DownstreamSession(
-            identity=UNATTRIBUTED,
-            view=EMPTY_VIEW,
-            links=lambda _name: None,
-            recorder=CallRecorder(events.append, "redacted"),
-            emit=events.append,
-            send=send,
-        )
+        session = plain_session(send, [])
         handle = session.handle
 
         def recording(message: Any) -> None:

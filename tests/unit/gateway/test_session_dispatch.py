@@ -5,24 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from connection_support import plain_session
 
-from harness.gateway.downstream.session import HANDSHAKE_VERSIONS, DownstreamSession
-from harness.gateway.evidence.recording import CallRecorder
-from harness.rules.exposure import EMPTY_VIEW
-from harness.rules.routing import UNATTRIBUTED
+from harness.gateway.downstream.session import HANDSHAKE_VERSIONS
 
 
 def make_session(initialized: str | None = "2025-11-25"):
     sent: list[dict] = []
     events: list = []
-    session = DownstreamSession(
-        identity=UNATTRIBUTED,
-        view=EMPTY_VIEW,
-        links=lambda _name: None,
-        recorder=CallRecorder(events.append, "redacted"),
-        emit=events.append,
-        send=lambda data: sent.append(json.loads(data)),
-    )
+    session = plain_session(lambda data: sent.append(json.loads(data)), events)
     if initialized:
         session.handle(
             {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": initialized}}

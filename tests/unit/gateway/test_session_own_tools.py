@@ -9,13 +9,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from connection_support import plain_session
+
 from harness.events import ToolCallCompleted
 from harness.events.attribution import Attribution
 from harness.gateway.downstream.session import MAX_OWN_CALLS, DownstreamSession
-from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.library.prompts import PromptLibrary
 from harness.rules.access import NotPermitted
-from harness.rules.exposure import EMPTY_VIEW
 from harness.rules.routing import Identity
 
 
@@ -43,15 +43,7 @@ def _session(backend: Backend, allow: frozenset[str] = frozenset({"read"})) -> t
     sent: list[dict] = []
     events: list[Any] = []
     identity = Identity(Attribution(harness="h", run_id="r"), "0" * 32, "", allow)
-    session = DownstreamSession(
-        identity=identity,
-        view=EMPTY_VIEW,
-        links=lambda _name: None,
-        recorder=CallRecorder(events.append, "redacted"),
-        emit=events.append,
-        send=lambda data: sent.append(json.loads(data)),
-        own=backend,
-    )
+    session = plain_session(lambda data: sent.append(json.loads(data)), events, identity, own=backend)
     session.handle(
         {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
     )
