@@ -18,7 +18,6 @@ Run: ``python bench/http_endpoint.py --rounds 4 -n 500``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import statistics
@@ -35,7 +34,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from harness.testing.rounds import ratio_line, round_line, table
-from harness.testing.spawned import env_dumper, env_with, harness_vars
+from harness.testing.spawned import daemon_with_harnesses, env_with
 
 ROOT = Path(__file__).resolve().parents[1]
 UPSTREAM = ROOT / "tests" / "fixtures" / "faulty_http_upstream.py"
@@ -52,35 +51,6 @@ def start_upstream(*extra: str) -> tuple[subprocess.Popen[bytes], int]:
     assert proc.stdout is not None
     line = proc.stdout.readline().decode()
     return proc, int(line.split()[1])
-
-
-def start_daemon(
-    state: Path, upstream_port: int, listen: int
-) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
-    env_out = state / "harness-env.json"
-    config = state / "harness.toml"
-    sleeper = env_dumper(env_out)
-    config.write_text(
-        f'[mcp]\nlisten = "127.0.0.1:{listen}"\n\n'
-        f'[mcp.up]\nurl = "http://127.0.0.1:{upstream_port}/mcp"\n\n'
-        '[mcp_policy.p]\nservers = ["up"]\n\n'
-        f'[harness.bench]\nargv = {json.dumps(sleeper)}\nmcp_policy = "p"\n'
-    )
-    log = open(state / "daemon.log", "wb")  # noqa: SIM115 - the daemon's stderr, read for `ready`
-    daemon = subprocess.Popen(
-        [sys.executable, "-m", "harness", "daemon", "--config", str(config), "--state-dir", str(state / "s")],
-        stderr=log,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while b"ready" not in (state / "daemon.log").read_bytes() and time.monotonic() < deadline:
-        if daemon.poll() is not None:
-            raise SystemExit(f"the daemon exited: {(state / 'daemon.log').read_text()}")
-        time.sleep(0.05)
-    deadline = time.monotonic() + 30
-    while not env_out.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return daemon, harness_vars(env_out)
 
 
 async def measure(url: str, tool: str, headers: dict[str, str], n: int, warmup: int) -> dict[str, float]:
@@ -122,7 +92,12 @@ def main() -> None:
     upstream, port = start_upstream(*(() if a.sse else ("--json-response",)))
     listen = free_port()
     with tempfile.TemporaryDirectory() as tmp:
-        daemon, harness_env = start_daemon(Path(tmp), port, listen)
+        tables = (
+            f'[mcp]\nlisten = "127.0.0.1:{listen}"\n\n[mcp.up]\nurl = "http://127.0.0.1:{port}/mcp"\n\n'
+            '[mcp_policy.p]\nservers = ["up"]\n\n'
+        )
+        daemon, envs = daemon_with_harnesses(Path(tmp), tables, ["bench"])
+        harness_env = envs["bench"]
         token = harness_env["HARNESS_MCP_TOKEN"]
         dproc = psutil.Process(daemon.pid)
         paths = {

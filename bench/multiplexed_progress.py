@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,32 +27,11 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 from harness.testing.rounds import ratio_line, round_line, table
-from harness.testing.spawned import env_dumper, env_with, harness_vars
+from harness.testing.spawned import daemon_with_harnesses, env_with
 
 SESSIONS = 8
 STEPS = 4
 DEMO = [sys.executable, "-m", "harness.demo.upstream", "--test-tools"]
-
-
-def start_daemon(state: Path) -> tuple[subprocess.Popen[bytes], list[dict[str, str]]]:
-    config = state / "harness.toml"
-    text = f"[mcp.demo]\nargv = {json.dumps(DEMO)}\nmax_concurrency = 64\n\n"
-    text += '[mcp_policy.p]\nservers = ["demo"]\n\n'
-    for i in range(SESSIONS):
-        text += f'[harness.h{i}]\nargv = {json.dumps(env_dumper(state / f"h{i}.json"))}\nmcp_policy = "p"\n\n'
-    config.write_text(text)
-    log = open(state / "daemon.log", "wb")  # noqa: SIM115 - the daemon's stderr
-    daemon = subprocess.Popen(
-        [sys.executable, "-m", "harness", "daemon", "--config", str(config), "--state-dir", str(state / "s")],
-        stderr=log,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not all((state / f"h{i}.json").exists() for i in range(SESSIONS)):
-        if daemon.poll() is not None:
-            raise SystemExit((state / "daemon.log").read_text())
-        time.sleep(0.05)
-    return daemon, [harness_vars(state / f"h{i}.json") for i in range(SESSIONS)]
 
 
 async def one_client(
@@ -99,7 +77,10 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=100, help="sequential calls per client per round")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        daemon, harness_envs = start_daemon(Path(tmp))
+        tables = f"[mcp.demo]\nargv = {json.dumps(DEMO)}\nmax_concurrency = 64\n\n"
+        tables += '[mcp_policy.p]\nservers = ["demo"]\n\n'
+        daemon, envs = daemon_with_harnesses(Path(tmp), tables, [f"h{i}" for i in range(SESSIONS)])
+        harness_envs = list(envs.values())
         bridge = [sys.executable, "-m", "harness", "mcp"]
         paths = {
             "direct": [(StdioServerParameters(command=DEMO[0], args=DEMO[1:]), "progress")] * SESSIONS,

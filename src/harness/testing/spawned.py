@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 
@@ -33,3 +35,44 @@ def harness_vars(env_file: Path | str) -> dict[str, str]:
 def env_with(harness_env: dict[str, str]) -> dict[str, str]:
     """This process's environment, its ``HARNESS_*`` replaced by ``harness_env``."""
     return {**{k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}, **harness_env}
+
+
+def daemon_with_harnesses(
+    state: Path, tables: str, harnesses: Sequence[str], policy: str = "p", timeout: float = 60.0
+) -> tuple[subprocess.Popen[bytes], dict[str, dict[str, str]]]:
+    """A ``harness daemon`` on ``tables`` (upstreams and policies, TOML) plus one :func:`env_dumper`
+    harness per name under ``policy``, its stderr in ``state/daemon.log``; returned once every harness
+    wrote its environment, with each one's ``HARNESS_*`` variables by name."""
+    config = state / "harness.toml"
+    dumps = {name: state / f"{name}.env.json" for name in harnesses}
+    config.write_text(
+        tables
+        + "".join(
+            f"[harness.{name}]\nargv = {toml_list(env_dumper(out))}\nmcp_policy = {json.dumps(policy)}\n\n"
+            for name, out in dumps.items()
+        )
+    )
+    with open(state / "daemon.log", "wb") as log:
+        daemon = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "harness",
+                "daemon",
+                "--config",
+                str(config),
+                "--state-dir",
+                str(state / "s"),
+            ],
+            stderr=log,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + timeout
+    while not all(out.exists() and out.stat().st_size for out in dumps.values()):
+        if daemon.poll() is not None or time.monotonic() > deadline:
+            daemon.kill()
+            raise RuntimeError(
+                f"the daemon did not start its harnesses: {(state / 'daemon.log').read_text()}"
+            )
+        time.sleep(0.05)
+    return daemon, {name: harness_vars(out) for name, out in dumps.items()}
