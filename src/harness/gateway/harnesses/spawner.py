@@ -85,9 +85,9 @@ def harness_bin_dir() -> str:
     return str(Path(found).parent) if found else str(own)
 
 
-def bridge_command() -> str:
+def bridge_command(bin_dir: str) -> str:
     """The ``harness`` command a client launches as its MCP server (an absolute path when found)."""
-    path = Path(harness_bin_dir()) / "harness"
+    path = Path(bin_dir) / "harness"
     return str(path) if path.exists() else "harness"
 
 
@@ -112,6 +112,9 @@ class HarnessSpawner:
         self._socket = socket_path.absolute()
         self._log_dir = log_dir
         self._clients_dir = clients_dir
+        self._bin_dir = harness_bin_dir()
+        """Where the daemon's own ``harness`` command is (first on every harness's PATH)."""
+        self._bridge = bridge_command(self._bin_dir)
         self._policy = policy
         self._emit = emit
         self.processes: dict[str, HarnessProcess] = {}
@@ -178,7 +181,7 @@ class HarnessSpawner:
         )
         await ask(self._policy, RegisterToken(token, identity))
         own = parse_env_file(cfg.env_file) if cfg.env_file else {}
-        env = minimal_env(own, path_first=harness_bin_dir())
+        env = minimal_env(own, path_first=self._bin_dir)
         env.update(
             HARNESS_MCP_TOKEN=token,
             HARNESS_SOCKET=str(self._socket),
@@ -189,7 +192,7 @@ class HarnessSpawner:
         log = BoundedLog(self.log_path(cfg.name))
         loop = asyncio.get_running_loop()
         try:
-            wiring = wire(Spawn(cfg, bridge_command(), self._clients_dir / cfg.name, env, workdir))
+            wiring = wire(Spawn(cfg, self._bridge, self._clients_dir / cfg.name, env, workdir))
             transport, protocol = await loop.subprocess_exec(
                 lambda: _LoggedChild(log),
                 *wiring.argv,
