@@ -27,14 +27,17 @@ class ClientTraits:
     into every request (Crush) takes ``lazy``."""
     tool_prefix: str
     """What the client prepends to a tool name before the model sees it (for the 64-character rule)."""
+    command: str = ""
+    """The executable the adapter's flags are meant for (they go right after ``argv[0]``); empty for
+    ``generic``, which passes none."""
 
 
 CLIENTS: Mapping[Adapter, ClientTraits] = MappingProxyType(
     {
         "generic": ClientTraits("generic", "full", f"mcp__{SERVER_KEY}__"),
-        "claude-code": ClientTraits("claude-code", "full", f"mcp__{SERVER_KEY}__"),
-        "codex": ClientTraits("codex", "full", f"mcp__{SERVER_KEY}__"),
-        "crush": ClientTraits("crush", "lazy", f"mcp_{SERVER_KEY}_"),
+        "claude-code": ClientTraits("claude-code", "full", f"mcp__{SERVER_KEY}__", "claude"),
+        "codex": ClientTraits("codex", "full", f"mcp__{SERVER_KEY}__", "codex"),
+        "crush": ClientTraits("crush", "lazy", f"mcp_{SERVER_KEY}_", "crush"),
     }
 )
 """Generic assumes the longest prefix of the known clients (Claude Code's and Codex's

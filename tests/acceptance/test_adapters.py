@@ -21,6 +21,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from harness.clients import CLIENTS
 from harness.gateway.harnesses.adapters import BRIDGE_ENV
 from support import (
     DEMO_UPSTREAM,
@@ -36,7 +37,6 @@ from support import (
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 SECRET = "upstream-secret-7f3a9c"
-CLIENT_COMMAND = {"claude-code": "claude", "codex": "codex", "crush": "crush", "generic": "agent"}
 CODEX_ALLOWLIST = ("HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ")
 """What Codex passes to an MCP server besides ``env_vars`` (codex-rs rmcp-client utils.rs)."""
 
@@ -51,7 +51,7 @@ def _stand_in(folder: Path, name: str) -> Path:
 
 
 def _start(start_daemon, tmp_path: Path, adapter: str, exclusive: bool, agent_env: str = "") -> tuple:
-    stand_in = _stand_in(tmp_path / "bin", CLIENT_COMMAND[adapter])
+    stand_in = _stand_in(tmp_path / "bin", CLIENTS[adapter].command or "agent")
     (tmp_path / "up.env").write_text(f"DEMO_SECRET={SECRET}\n")
     (tmp_path / "agent.env").write_text(agent_env)
     daemon = start_daemon(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.cli.common import CliError, Globals, control_request
+from harness.clients import CLIENTS
 from harness.config import (
     Config,
     ConfigError,
@@ -28,8 +29,6 @@ from harness.gateway.processes import minimal_env
 from harness.gateway.state_dir import MAX_SOCKET_PATH, StatePaths
 
 Status = Literal["ok", "note", "problem"]
-CLIENT_COMMANDS = {"claude-code": "claude", "codex": "codex", "crush": "crush"}
-"""The executable each adapter's flags are meant for (they go right after ``argv[0]``)."""
 SECTIONS = ("configuration", "daemon", "shared upstreams", "harnesses", "endpoints", "store")
 
 
@@ -225,8 +224,8 @@ def _libraries(report: Report, config: Config) -> None:
 
 def _wiring(config: Config, harness: HarnessConfig) -> Iterator[tuple[Status, str]]:
     yield "ok", f"adapter {harness.harness}: {_adapter_wiring(harness)}"
-    command = CLIENT_COMMANDS.get(harness.harness)
-    if command is not None and harness.argv and Path(harness.argv[0]).name != command:
+    command = CLIENTS[harness.harness].command
+    if command and harness.argv and Path(harness.argv[0]).name != command:
         yield (
             "note",
             f"adapter {harness.harness} puts its flags right after argv[0] {harness.argv[0]!r}, "
@@ -256,15 +255,17 @@ def _wiring(config: Config, harness: HarnessConfig) -> Iterator[tuple[Status, st
 
 
 def _adapter_wiring(harness: HarnessConfig) -> str:
+    from harness.gateway.harnesses.adapters import CLAUDE_CONFIG, CRUSH_DATA_DIR
+
     exclusive = harness.mcp_exclusive
     return {
         "generic": "no client config written; the agent launches `harness mcp` itself "
         "(HARNESS_MCP_TOKEN and HARNESS_SOCKET are in its environment)",
-        "claude-code": f"--mcp-config=clients/{harness.name}/claude-mcp.json in the state dir"
+        "claude-code": f"--mcp-config=clients/{harness.name}/{CLAUDE_CONFIG} in the state dir"
         + (" and --strict-mcp-config (the gateway only)" if exclusive else " (additive)"),
         "codex": "-c mcp_servers.harness.* overrides"
         + (", the user's own servers disabled" if exclusive else " (additive)"),
-        "crush": f"--data-dir=clients/{harness.name}/crush-data in the state dir"
+        "crush": f"--data-dir=clients/{harness.name}/{CRUSH_DATA_DIR} in the state dir"
         + (", the user's own servers disabled" if exclusive else " (additive)"),
     }[harness.harness]
 

@@ -35,6 +35,11 @@ from typing import Any
 from harness.clients import SERVER_KEY
 from harness.config import HarnessConfig
 
+CLAUDE_CONFIG = "claude-mcp.json"
+"""Claude Code's generated ``--mcp-config`` file, in the harness's clients folder."""
+CRUSH_DATA_DIR = "crush-data"
+"""Crush's ``--data-dir``, in the harness's clients folder."""
+
 BRIDGE_ENV = ("HARNESS_MCP_TOKEN", "HARNESS_SOCKET", "HARNESS_NAME", "HARNESS_RUN_ID")
 """What the bridge reads from its environment; each adapter makes its client pass these through."""
 
@@ -99,7 +104,7 @@ def claude_code_config(bridge: str) -> dict[str, Any]:
 
 def wire_claude_code(spawn: Spawn) -> Wiring:
     """``--mcp-config=FILE`` (additive), plus ``--strict-mcp-config`` when exclusive."""
-    path = _private_json(spawn.folder / "claude-mcp.json", claude_code_config(spawn.bridge))
+    path = _private_json(spawn.folder / CLAUDE_CONFIG, claude_code_config(spawn.bridge))
     flags = ["--strict-mcp-config"] if spawn.harness.mcp_exclusive else []
     flags.append(f"--mcp-config={path}")
     return Wiring(_after_executable(spawn.harness.argv, flags), (path,))
@@ -190,7 +195,7 @@ def wire_crush(spawn: Spawn) -> Wiring:
     """``--data-dir=DIR`` holding the gateway's ``crush.json`` (Crush loads it last, merged over the
     user's own configuration). The data dir also keeps Crush's sessions: one per harness, kept."""
     disable = crush_user_servers(spawn.env, spawn.workdir) if spawn.harness.mcp_exclusive else []
-    data_dir = spawn.folder / "crush-data"
+    data_dir = spawn.folder / CRUSH_DATA_DIR
     path = _private_json(data_dir / "crush.json", crush_config(spawn.bridge, disable))
     return Wiring(_after_executable(spawn.harness.argv, [f"--data-dir={data_dir}"]), (path,))
 
