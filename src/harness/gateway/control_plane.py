@@ -155,19 +155,19 @@ class ControlPlane:
             "instances": rows,
         }
 
+    def _upstream_rows(self) -> dict[str, dict[str, Any]]:
+        """Every upstream's row by key, sorted: shared ones, then the unshared ones' summaries."""
+        fleet = self._fleet
+        rows = {name: self._upstream_row(up) for name, up in fleet.upstreams.items()}
+        rows.update((n, self._unshared_row(n)) for n, c in fleet.config.upstreams.items() if not c.shared)
+        return dict(sorted(rows.items()))
+
     async def _status(self, _args: dict[str, Any]) -> dict[str, Any]:
         fleet = self._fleet
         return {
             "pid": os.getpid(),
             "version": __version__,
-            "upstreams": {
-                **{name: self._upstream_row(up) for name, up in fleet.upstreams.items()},
-                **{
-                    name: self._unshared_row(name)
-                    for name, c in fleet.config.upstreams.items()
-                    if not c.shared
-                },
-            },
+            "upstreams": self._upstream_rows(),
             "harnesses": {name: self._harness_state(name)[0] for name in sorted(fleet.config.harnesses)},
             "sessions": sum(1 for _ in fleet.sessions),
             "sessions_per_harness": dict(Counter(s.identity.harness or "" for s in fleet.sessions)),
