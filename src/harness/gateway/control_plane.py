@@ -156,7 +156,7 @@ class ControlPlane:
         }
 
     def _upstream_rows(self) -> dict[str, dict[str, Any]]:
-        """Every upstream's row by key, sorted: shared ones, then the unshared ones' summaries."""
+        """Every upstream's row by key, sorted (an unshared one's row sums up its instances)."""
         fleet = self._fleet
         rows = {name: self._upstream_row(up) for name, up in fleet.upstreams.items()}
         rows.update((n, self._unshared_row(n)) for n, c in fleet.config.upstreams.items() if not c.shared)
