@@ -37,8 +37,10 @@ class Caller(Protocol):
         """The call is over (answered, failed or cancelled): forget it and record it."""
         ...
 
-    def relay_request(self, message: dict[str, Any], answer: Callable[[dict[str, Any]], None]) -> None:
-        """Pass a server-to-client request (an elicitation during the call) to the agent; ``answer``
+    def relay_request(
+        self, call: CallInflight, message: dict[str, Any], answer: Callable[[dict[str, Any]], None]
+    ) -> None:
+        """Pass a server-to-client request (an elicitation during ``call``) to the agent; ``answer``
         gets the agent's reply (``result`` or ``error``), exactly once."""
         ...
 
@@ -60,6 +62,9 @@ class CallInflight:
     probe: bool = False
     """Admitted as the breaker's half-open probe."""
     done: bool = False
+    answerable: bool = True
+    """False while the call's request was answered ``input_required`` (a 2026-07-28 client) and the
+    client has not called again: an ending then is recorded but has no request to answer."""
 
     def _finish(self, outcome: Outcome, reason: str | None, response_bytes: int) -> None:
         self.done = True
@@ -74,7 +79,8 @@ class CallInflight:
             return
         message["id"] = self.downstream_id
         line = jsonrpc.encode(message)
-        self.caller.send(line)
+        if self.answerable:
+            self.caller.send(line)
         result = message.get("result")
         if isinstance(result, dict):
             outcome: Outcome = "tool_error" if result.get("isError") is True else "ok"
@@ -90,7 +96,8 @@ class CallInflight:
         if self.done:
             return
         line = jsonrpc.gateway_error(self.downstream_id, reason, detail, NEXT_STEP[reason])
-        self.caller.send(line)
+        if self.answerable:
+            self.caller.send(line)
         self._finish(jsonrpc.OUTCOME_OF_REASON[reason], reason, len(line))
 
     def cancelled(self) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from harness.gateway.downstream import prompt_proxy
@@ -159,13 +159,8 @@ class ServerFeatures:
         """An upstream's elicitation during this session's call: to the agent, if its client
         declared the capability (else refused with -32021, as the MCP SDKs do), and its reply back."""
         method = message.get("method")
-        capability = "elicitation" if method == "elicitation/create" else None
-        if self._closed or capability is None or capability not in self.client_capabilities:
-            why = (
-                "the agent disconnected"
-                if self._closed
-                else f"the agent's client did not declare {capability}"
-            )
+        why = self.refusal(message)
+        if why is not None:
             answer({"error": {"code": MISSING_CAPABILITY, "message": f"{method} refused: {why}"}})
             return
         relay_id = self._next_relay_id
@@ -173,6 +168,30 @@ class ServerFeatures:
         self._relayed[relay_id] = answer
         params = message.get("params", {})
         self.send(jsonrpc.encode({"jsonrpc": "2.0", "id": relay_id, "method": method, "params": params}))
+
+    def refusal(self, message: dict[str, Any]) -> str | None:
+        """Why an upstream request cannot reach this agent (None: it can)."""
+        if self._closed:
+            return "the agent disconnected"
+        if message.get("method") != "elicitation/create" or "elicitation" not in self.client_capabilities:
+            return "the agent's client did not declare elicitation"
+        return None
+
+    def watch(self, uris: Iterable[str], on: bool) -> None:
+        """Subscribe this session to (``on``) or from resources for a 2026-07-28 listen stream; a URI
+        no exposed upstream is known to serve is honored and never fires."""
+        if self._resources is None or self._subscriptions is None:
+            return
+        for uri in uris:
+            link = self._resources.owner(uri, guess=True)
+            if link is None:
+                continue
+            subscriptions = self._subscriptions
+            work = (
+                subscriptions.subscribe(self, link, uri) if on else subscriptions.unsubscribe(self, link, uri)
+            )
+            task = asyncio.ensure_future(work)
+            task.add_done_callback(lambda done: done.cancelled() or done.exception())
 
     def answer(self, message: dict[str, Any]) -> None:
         """The agent's reply to a relayed request (anything else is dropped)."""

@@ -134,9 +134,14 @@ class ResourceView:
                 return reply
         return reply
 
-    def _owner(self, uri: Any) -> UpstreamLink | None:
+    def owner(self, uri: Any, guess: bool = False) -> UpstreamLink | None:
+        """The upstream serving ``uri`` as this session listed it (``guess``: else the one exposed
+        upstream that serves resources, if only one does)."""
+        serving = dict(self.serving())
         server = self.listed.get(uri) if isinstance(uri, str) else None
-        return dict(self.serving()).get(server) if server is not None else None
+        if server is None and guess and len(serving) == 1:
+            return next(iter(serving.values()))
+        return serving.get(server) if server is not None else None
 
     async def answer(self, session: Subscriber, request_id: Any, method: str, params: Any) -> bytes:
         """The answer line to one ``resources/*`` request."""
@@ -151,7 +156,7 @@ class ResourceView:
                 reply = await self._read(params)
             else:
                 uri = params.get("uri")
-                link = self._owner(uri)
+                link = self.owner(uri)
                 if link is None:
                     detail = f"{uri!r} is not a resource this session listed; list resources first"
                     return jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, detail)

@@ -20,8 +20,10 @@ from typing import Any, Protocol
 from harness import __version__
 from harness.events import Event, SessionClosed, SessionInitialized, ToolSearchCompleted
 from harness.gateway.calls.inflight import CallInflight
-from harness.gateway.downstream.features import ServerFeatures
+from harness.gateway.downstream import modern_era
+from harness.gateway.downstream.features import MISSING_CAPABILITY, ServerFeatures
 from harness.gateway.downstream.log_relay import LogRelay
+from harness.gateway.downstream.modern_era import ModernWire
 from harness.gateway.downstream.resource_proxy import Subscriptions
 from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.library.prompts import PromptLibrary
@@ -45,6 +47,9 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """Revisions a downstream session can negotiate through ``initialize`` (oldest first)."""
 
 SERVER_NAME = "harness"
+INSTRUCTIONS = (
+    "Harness gateway: tools of the upstream MCP servers your policy allows, named <upstream>__<tool>."
+)
 
 MAX_OWN_CALLS = 16
 """Gateway tool calls (facade, trajectory, skills) one session may have in flight; more are refused."""
@@ -118,6 +123,8 @@ class DownstreamSession:
         self._known = known
         self._search = search
         self.protocol_version = ""
+        self.modern: ModernWire | None = None
+        """The 2026-07-28 era's adapter, once the session's first request carried its envelope."""
         self.calls: dict[Any, tuple[UpstreamLink, CallInflight]] = {}
         self.recorder = recorder
         self.send = send
@@ -167,10 +174,14 @@ class DownstreamSession:
                 jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "a request id must be a string or an integer")
             )
             return
+        params = message.get("params")
+        modern = self.modern is not None or (method != "initialize" and modern_era.has_envelope(params))
+        if modern and not self._modern_request(request_id, method, params):
+            return
         if method == "ping":
             self.send(jsonrpc.result(request_id, {}))
         elif method == "initialize":
-            self._initialize(request_id, message.get("params"))
+            self._initialize(request_id, params)
         elif not self.protocol_version:
             detail = f"{method} before initialize: send initialize first (only ping may come before it)"
             self.send(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, detail))
@@ -223,6 +234,8 @@ class DownstreamSession:
                 pass
             elif (held := self._held.pop(request_id, None)) is not None:
                 held.cancel()
+            elif self.modern is not None and (listen := self.modern.listens.pop(request_id, None)):
+                self.features.watch(listen.uris, False)
 
     def _initialize(self, request_id: Any, params: Any) -> None:
         if self.protocol_version:
@@ -231,24 +244,29 @@ class DownstreamSession:
             return
         asked = params.get("protocolVersion") if isinstance(params, dict) else None
         version = asked if asked in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
-        self.protocol_version = version
         info = params.get("clientInfo") if isinstance(params, dict) else None
-        info = info if isinstance(info, dict) else {}
         declared = params.get("capabilities") if isinstance(params, dict) else None
         self.features.client_capabilities = declared if isinstance(declared, dict) else {}
-        capabilities: dict[str, Any] = {"tools": {"listChanged": True}, **self.features.capabilities()}
         self.send(
             jsonrpc.result(
                 request_id,
                 {
                     "protocolVersion": version,
-                    "capabilities": capabilities,
+                    "capabilities": self._capabilities(),
                     "serverInfo": {"name": SERVER_NAME, "version": __version__},
-                    "instructions": "Harness gateway: tools of the upstream MCP servers your policy allows, "
-                    "named <upstream>__<tool>.",
+                    "instructions": INSTRUCTIONS,
                 },
             )
         )
+        self._begin(version, info)
+
+    def _capabilities(self) -> dict[str, Any]:
+        return {"tools": {"listChanged": True}, **self.features.capabilities()}
+
+    def _begin(self, version: str, info: Any) -> None:
+        """The session's revision is settled (by ``initialize``, or a first 2026-07-28 request)."""
+        self.protocol_version = version
+        info = info if isinstance(info, dict) else {}
         self._emit(
             SessionInitialized(
                 ts=time.time(),
@@ -259,6 +277,87 @@ class DownstreamSession:
                 client_version=str(info.get("version", ""))[:200],
             )
         )
+
+    # ---------------------------------------------------------------- the 2026-07-28 era
+
+    def _modern_request(self, request_id: Any, method: str, params: Any) -> bool:
+        """A request on a 2026-07-28 session, or the one that makes the session one: its envelope
+        checked, the era's own methods answered. True: dispatch it as usual."""
+        if method == "initialize":
+            asked = params.get("protocolVersion") if isinstance(params, dict) else None
+            why = (
+                "this session serves the 2026-07-28 protocol; the initialize handshake is not accepted on it"
+            )
+            self.send(modern_era.unsupported_version(request_id, asked, why))
+            return False
+        if self.modern is None and self.protocol_version:
+            detail = (
+                f"this session serves the handshake era ({self.protocol_version}); "
+                "requests carrying the 2026-07-28 envelope are not accepted on it"
+            )
+            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, detail))
+            return False
+        envelope = modern_era.read_envelope(request_id, params)
+        if isinstance(envelope, bytes):
+            self.send(envelope)
+            return False
+        wire = self.modern
+        if wire is None:
+            wire = self.modern = ModernWire(self.send)
+            self.send = self.features.send = wire.send
+            self._begin(envelope.version, envelope.client_info)
+        self.features.client_capabilities = envelope.capabilities
+        if method in modern_era.CACHEABLE_METHODS:
+            wire.cacheable.add(request_id)
+        if method == "server/discover":
+            result = {
+                "supportedVersions": list(modern_era.MODERN_VERSIONS),
+                "capabilities": self._capabilities(),
+                "instructions": INSTRUCTIONS,
+                "_meta": {modern_era.SERVER_INFO_KEY: {"name": SERVER_NAME, "version": __version__}},
+            }
+            self.send(jsonrpc.result(request_id, result))
+            return False
+        if method == "subscriptions/listen":
+            self._listen(wire, request_id, params)
+            return False
+        return True
+
+    def _listen(self, wire: ModernWire, request_id: Any, params: Any) -> None:
+        """Open a change stream: acknowledged now, fed by :class:`ModernWire`, answered never (the
+        client ends it by cancelling)."""
+        listen = modern_era.read_listen(params)
+        if isinstance(listen, str):
+            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, listen))
+        elif request_id in wire.listens or len(wire.listens) >= modern_era.MAX_LISTENS:
+            detail = f"at most {modern_era.MAX_LISTENS} listen streams, each with its own request id"
+            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, detail))
+        else:
+            wire.acknowledge(request_id, listen)
+            self.features.watch(listen.uris, True)
+
+    def _resume(self, wire: ModernWire, request_id: Any, params: dict[str, Any], started: float) -> None:
+        """A call again with ``inputResponses``: the suspended upstream call gets the client's answer
+        to its elicitation and is this request's from now on."""
+        state = params["requestState"]
+        entry = wire.suspended.pop(state, None) if isinstance(state, str) else None
+        if entry is None or entry.call.done:
+            detail = "requestState is unknown or its call has ended; call the tool again without it"
+            self._invalid(request_id, detail, params.get("name"), params.get("arguments"), started)
+            return
+        call = entry.call
+        responses = params.get("inputResponses")
+        response = responses.get(modern_era.ELICITATION_KEY) if isinstance(responses, dict) else None
+        meta = params.get("_meta")
+        call.downstream_id = request_id
+        call.progress_token = meta.get("progressToken") if isinstance(meta, dict) else None
+        call.answerable = True
+        self.calls[request_id] = (entry.link, call)
+        if isinstance(response, dict):
+            entry.answer({"result": response})
+        else:
+            detail = f"the agent's client called again without inputResponses[{modern_era.ELICITATION_KEY!r}]"
+            entry.answer({"error": {"code": jsonrpc.INVALID_PARAMS, "message": detail}})
 
     def _list_tools(self, request_id: Any) -> None:
         head = jsonrpc.encode({"jsonrpc": "2.0", "id": request_id, "result": {"tools": []}})
@@ -282,6 +381,9 @@ class DownstreamSession:
             return
         if request_id in self.calls or request_id in self._own_calls or request_id in self._held:
             self._invalid(request_id, "a call with this request id is already in flight", name, None, started)
+            return
+        if self.modern is not None and "requestState" in params:
+            self._resume(self.modern, request_id, params, started)
             return
         if self.view.exposure != "full" and name in (SEARCH_TOOLS, CALL_TOOL):
             if name == SEARCH_TOOLS:
@@ -376,11 +478,31 @@ class DownstreamSession:
         entry = self.calls.get(call.downstream_id)
         if entry is not None and entry[1] is call:
             del self.calls[call.downstream_id]
+        elif not call.answerable and self.modern is not None:
+            self.modern.forget(call)
         self._record(call.route, call.arguments, outcome, reason, call.started, response_bytes, call.span_id)
 
-    def relay_request(self, message: dict[str, Any], answer: Callable[[dict[str, Any]], None]) -> None:
-        """An upstream's elicitation during this session's call (``ServerFeatures``)."""
-        self.features.relay_request(message, answer)
+    def relay_request(
+        self, call: CallInflight, message: dict[str, Any], answer: Callable[[dict[str, Any]], None]
+    ) -> None:
+        """An upstream's elicitation during this session's call: relayed as a request
+        (``ServerFeatures``), or for a 2026-07-28 client, the call's ``input_required`` result."""
+        wire = self.modern
+        if wire is None:
+            self.features.relay_request(message, answer)
+            return
+        entry = self.calls.get(call.downstream_id)
+        why = self.features.refusal(message)
+        if why is None and (entry is None or entry[1] is not call):
+            why = "the call already waits for the agent's answer to another request"
+        if why is not None or entry is None:
+            answer(
+                {"error": {"code": MISSING_CAPABILITY, "message": f"{message.get('method')} refused: {why}"}}
+            )
+            return
+        del self.calls[call.downstream_id]
+        call.answerable = False
+        wire.suspend(entry[0], call, message, answer)
 
     def _own_call(self, request_id: Any, name: str, arguments: dict[str, Any], started: float) -> None:
         """A facade, trajectory or skill tool: tier-checked here, run as a task on the loop, answered
@@ -606,6 +728,11 @@ class DownstreamSession:
         for held in list(self._held.values()):
             held.cancel()
         self._held.clear()
+        if self.modern is not None:
+            for waiting in self.modern.suspended.values():
+                waiting.answer({"error": {"code": MISSING_CAPABILITY, "message": "the agent disconnected"}})
+                waiting.link.cancel_call(waiting.call.upstream_id, "the client disconnected")
+            self.modern.suspended.clear()
         self.features.close()
         self._emit(
             SessionClosed(

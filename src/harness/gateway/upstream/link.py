@@ -218,7 +218,7 @@ class UpstreamLink:
                 item for item in self._pending.values() if isinstance(item, CallInflight) and not item.done
             ]
             if len(calls) == 1:
-                calls[0].caller.relay_request(message, answer)
+                calls[0].caller.relay_request(calls[0], message, answer)
                 return
             why = (
                 f"{len(calls)} calls are in flight on this upstream and nothing says which one asks"
