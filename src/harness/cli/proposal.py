@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import Config, ConfigError, HarnessConfig, McpSettings, PolicyConfig
-from harness.config.load import policy_table, read_toml, validate_table
+from harness.config.tables import policy_table, read_toml, validate_table
 
 HARNESS_KEYS = ("mcp_policy", "mcp_allow")
 """What a proposal may change on a harness."""
@@ -75,7 +75,7 @@ def apply_proposal(config: Config, proposal: Proposal) -> Config:
     policies = {**config.policies, **proposal.policies}
     for name, policy in proposal.policies.items():
         for server in policy.servers:
-            if server not in config.upstreams:
+            if server not in config.upstream_names:
                 reason = f"no upstream named {server!r} in the configuration"
                 raise ConfigError(file, f"mcp_policy.{name}.servers", reason)
     harnesses = dict(config.harnesses)
@@ -92,5 +92,10 @@ def apply_proposal(config: Config, proposal: Proposal) -> Config:
     if mcp.default_policy and mcp.default_policy not in policies:
         raise ConfigError(file, "mcp.default_policy", f"no policy named {mcp.default_policy!r}")
     return Config(
-        mcp=mcp, upstreams=config.upstreams, policies=policies, harnesses=harnesses, files=config.files
+        mcp=mcp,
+        upstreams=config.upstreams,
+        policies=policies,
+        harnesses=harnesses,
+        projects=config.projects,
+        files=config.files,
     )

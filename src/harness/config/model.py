@@ -20,6 +20,7 @@ from pydantic import (
 
 from harness.clients import CLIENTS
 from harness.config.frozen import FrozenMap, FrozenMapping
+from harness.naming import project_key
 from harness.vocabulary import Adapter, ArgsMode, Exposure, Tier
 
 UPSTREAM_NAME = r"^[a-z0-9-]+$"
@@ -97,6 +98,8 @@ class UpstreamConfig(BaseModel):
 
     ``env`` and ``headers`` hold values as written: ``${NAME}`` references stay unresolved until
     :func:`harness.config.resolve_upstream_env` reads ``env_file`` at spawn. Durations are seconds.
+    ``project`` is set by the loader, never by a file: the folder of the project file that declared
+    the table (None: the global configuration).
     """
 
     model_config = _FROZEN
@@ -115,6 +118,7 @@ class UpstreamConfig(BaseModel):
     read_tools: tuple[NonEmptyStr, ...] = ()
     write_tools: tuple[NonEmptyStr, ...] = ()
     shared: StrictBool = True
+    project: Path | None = None
 
     @model_validator(mode="after")
     def _one_transport(self) -> UpstreamConfig:
@@ -128,6 +132,12 @@ class UpstreamConfig(BaseModel):
     def kind(self) -> Literal["stdio", "http"]:
         """``stdio`` for an ``argv`` upstream, ``http`` for a ``url`` one."""
         return "http" if self.url is not None else "stdio"
+
+    @property
+    def key(self) -> str:
+        """How the daemon, its events and the call log name it: the NAME of a global upstream,
+        ``NAME@<project id>`` of a project's (:func:`harness.naming.project_key`)."""
+        return self.name if self.project is None else project_key(self.name, self.project)
 
 
 class PolicyConfig(BaseModel):
@@ -168,7 +178,11 @@ class HarnessConfig(BaseModel):
 
 
 class Config(BaseModel):
-    """A whole, validated configuration; ``files`` are the files read, in order."""
+    """A whole, validated configuration; ``files`` are the files read, in order (project files last).
+
+    ``upstreams`` holds the global upstreams and every project's, by key (:attr:`UpstreamConfig.key`);
+    ``projects`` the project folder of each harness whose workdir holds a project file.
+    """
 
     model_config = _FROZEN
 
@@ -176,15 +190,37 @@ class Config(BaseModel):
     upstreams: FrozenMapping[str, UpstreamConfig] = FrozenMap[str, UpstreamConfig]()
     policies: FrozenMapping[str, PolicyConfig] = FrozenMap[str, PolicyConfig]()
     harnesses: FrozenMapping[str, HarnessConfig] = FrozenMap[str, HarnessConfig]()
+    projects: FrozenMapping[str, Path] = FrozenMap[str, Path]()
     files: tuple[Path, ...] = ()
 
     @model_validator(mode="after")
     def _keyed_by_name(self) -> Config:
-        for table in (self.upstreams, self.policies, self.harnesses):
-            for key, entry in table.items():
-                if key != entry.name:
-                    raise ValueError(f"key {key!r} holds an entry named {entry.name!r}")
+        keyed: tuple[tuple[str, str], ...] = (
+            *((key, entry.key) for key, entry in self.upstreams.items()),
+            *((key, entry.name) for key, entry in self.policies.items()),
+            *((key, entry.name) for key, entry in self.harnesses.items()),
+        )
+        for key, own in keyed:
+            if key != own:
+                raise ValueError(f"key {key!r} holds an entry named {own!r}")
         return self
+
+    @property
+    def upstream_names(self) -> frozenset[str]:
+        """Every NAME a policy's ``servers`` may give: the global upstreams' and the projects'."""
+        return frozenset(upstream.name for upstream in self.upstreams.values())
+
+    def project_of(self, harness: str | None) -> Path | None:
+        """The project folder of a harness (None: no project file in its workdir, or no harness)."""
+        return self.projects.get(harness) if harness is not None else None
+
+    def upstream_for(self, name: str, project: Path | None) -> UpstreamConfig | None:
+        """What ``name`` (a NAME, or a key) means to a harness of ``project``: a global upstream, or
+        that project's own; never another project's (None)."""
+        upstream = self.upstreams.get(name)
+        if upstream is None and project is not None:
+            upstream = self.upstreams.get(project_key(name, project))
+        return upstream if upstream is not None and upstream.project in (None, project) else None
 
     def policy_for(self, harness: str) -> PolicyConfig | None:
         """The harness's ``mcp_policy``, else ``[mcp] default_policy``, else None; KeyError if unknown."""

@@ -519,7 +519,7 @@ def test_a_project_file_may_not_set_policies_or_a_harness_reach(tmp_path):
         ("[mcp_policy.wide]\nservers = []\n", "mcp_policy"),
         ('[harness.h]\nmcp_allow = ["read", "write"]\n', "harness.h.mcp_allow"),
         ('[harness.h]\nmcp_policy = "wide"\n', "harness.h.mcp_policy"),
-        ('[mcp.local]\nargv = ["x"]\n', "mcp.local"),
+        ('[mcp]\ndefault_policy = "wide"\n', "mcp.default_policy"),
     ]:
         (project / "harness.toml").write_text(text)
         with pytest.raises(ConfigError) as info:
