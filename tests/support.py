@@ -211,6 +211,18 @@ def process_argv(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
 
 
+def http_upstream(mode: str, port: int = 0) -> tuple[subprocess.Popen[str], int]:
+    """tests/fixtures/faulty_http_upstream.py started in ``mode``, and the port it serves on."""
+    fixture = str(FIXTURES / "faulty_http_upstream.py")
+    proc = subprocess.Popen(
+        [PY, fixture, "--mode", mode, "--port", str(port)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("PORT "), line
+    return proc, int(line.split()[1])
+
+
 def bridge_params(env: dict[str, str]) -> Any:
     """How an SDK client launches ``harness mcp`` with ``env`` (a harness's token and socket)."""
     from mcp import StdioServerParameters

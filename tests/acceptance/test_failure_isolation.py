@@ -14,9 +14,9 @@ import pytest
 
 from support import (
     FAULTY_UPSTREAM,
-    FIXTURES,
     PY,
     holds_for,
+    http_upstream,
     probe_argv,
     read_out,
     steps,
@@ -260,20 +260,6 @@ def test_a_failed_upstream_comes_back_with_harness_restart(start_daemon, tmp_pat
     wait_until(lambda: len(events(daemon.db, "upstream.started")) > before, timeout=10)
     refused = daemon.harness_cli("restart", "nothing", check=False)
     assert refused.returncode == 1 and "no harness or upstream named 'nothing'" in refused.stderr
-
-
-HTTP_FIXTURE = str(FIXTURES / "faulty_http_upstream.py")
-
-
-def http_upstream(mode: str, port: int = 0):
-    import subprocess
-
-    proc = subprocess.Popen(
-        [PY, HTTP_FIXTURE, "--mode", mode, "--port", str(port)], stdout=subprocess.PIPE, text=True
-    )
-    line = proc.stdout.readline()
-    assert line.startswith("PORT "), line
-    return proc, int(line.split()[1])
 
 
 @pytest.mark.slow

@@ -7,10 +7,21 @@ from __future__ import annotations
 
 import json
 
+import anyio
 import apsw
 import pytest
+from mcp import Client, types
 
-from support import DEMO_UPSTREAM, probe_argv, read_out, toml_list, wait_until
+from support import (
+    DEMO_UPSTREAM,
+    bridge_params,
+    http_upstream,
+    idle_harnesses,
+    probe_argv,
+    read_out,
+    toml_list,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
@@ -84,3 +95,86 @@ def test_eight_sessions_progress_cancel_and_call_at_once_and_nothing_is_misroute
         # two test workers). So at most ROUNDS, and never another outcome.
         sleeps = [outcome for tool, outcome in mine if tool == "sleep"]
         assert set(sleeps) <= {"cancelled"} and ROUNDS - 5 <= len(sleeps) <= ROUNDS, sleeps
+
+
+HTTP_ROUNDS = 100
+
+
+def test_eight_sessions_of_both_eras_elicit_progress_and_cancel_at_once_on_an_http_upstream(start_daemon):
+    """The same, on a Streamable HTTP upstream whose tools also elicit: four 2026-07-28 sessions (the
+    elicitation comes as an input_required result) and four 2025-11-25 ones (as a request), 100
+    rounds each of a progress call, an eliciting call, a cancelled call and a plain one, all at once.
+    Each elicitation's message is its call's tag and each session answers with its own name, so an
+    elicitation or an answer delivered to another session shows in the result."""
+    upstream, port = http_upstream("ok")
+    names = [f"h{i}" for i in range(SESSIONS)]
+    config = f'[mcp.web]\nurl = "http://127.0.0.1:{port}/mcp"\nmax_concurrency = 64\n\n'
+    config += '[mcp_policy.p]\nservers = ["web"]\n\n' + idle_harnesses(dict.fromkeys(names, "p"))
+    try:
+        daemon = start_daemon(config)
+        envs = daemon.harness_envs()
+        seen = anyio.run(_all_sessions, envs)
+    finally:
+        upstream.terminate()
+        upstream.wait(10)
+        upstream.stdout.close()
+    for name in names:
+        mine = seen[name]
+        assert mine["version"] == ("2026-07-28" if int(name[1:]) % 2 == 0 else "2025-11-25")
+        assert sorted(mine["elicited"]) == sorted(f"{name}-ask-{r}" for r in range(HTTP_ROUNDS))
+        for r, (progress, messages, asked, echo, cancelled) in enumerate(mine["rounds"]):
+            assert progress == f"{name}-progress-{r}" and messages == [progress] * STEPS, (name, r)
+            assert asked == f"{name}-ask-{r}:{name}", (name, r, asked)
+            assert echo == f"{name}-{r}" and cancelled, (name, r)
+
+
+async def _all_sessions(envs: dict[str, dict[str, str]]) -> dict[str, dict]:
+    seen: dict[str, dict] = {}
+    async with anyio.create_task_group() as group:
+        for name, env in envs.items():
+            group.start_soon(_one_session, name, env, seen)
+    return seen
+
+
+async def _one_session(name: str, env: dict[str, str], seen: dict[str, dict]) -> None:
+    elicited: list[str] = []
+
+    async def on_elicit(context, params) -> types.ElicitResult:
+        elicited.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": name})
+
+    def text(result) -> str:
+        return result.content[0].text
+
+    mode = "auto" if int(name[1:]) % 2 == 0 else "legacy"
+    async with Client(bridge_params(env), mode=mode, cache=None, elicitation_callback=on_elicit) as client:
+        rounds = []
+        for r in range(HTTP_ROUNDS):
+            out: dict[str, object] = {"messages": [], "cancelled": False}
+
+            async def progress(r: int = r, out: dict = out) -> None:
+                async def on_progress(value: float, total: float | None, message: str | None) -> None:
+                    out["messages"].append(message)
+
+                tag = f"{name}-progress-{r}"
+                arguments = {"steps": STEPS, "tag": tag}
+                out["progress"] = text(
+                    await client.call_tool("web__progress", arguments, progress_callback=on_progress)
+                )
+
+            async def ask(r: int = r, out: dict = out) -> None:
+                out["asked"] = text(await client.call_tool("web__ask", {"tag": f"{name}-ask-{r}"}))
+
+            async def echo(r: int = r, out: dict = out) -> None:
+                out["echo"] = text(await client.call_tool("web__echo", {"text": f"{name}-{r}"}))
+
+            async def cancelled(out: dict = out) -> None:
+                with anyio.move_on_after(0.03) as scope:
+                    await client.call_tool("web__sleep", {"ms": 2000})
+                out["cancelled"] = scope.cancelled_caught
+
+            async with anyio.create_task_group() as group:
+                for step in (progress, ask, echo, cancelled):
+                    group.start_soon(step)
+            rounds.append((out["progress"], out["messages"], out["asked"], out["echo"], out["cancelled"]))
+        seen[name] = {"version": client.session.protocol_version, "elicited": elicited, "rounds": rounds}

@@ -69,6 +69,9 @@ class ServerFeatures:
         """Upstream requests relayed to the agent (elicitations), by the id given them."""
         self._next_relay_id = 1
         self._closed = False
+        self.send_related: Callable[[bytes, Any], None] = lambda line, _request_id: self.send(line)
+        """Sends a line that belongs to a request of the agent's (the HTTP endpoint puts it on that
+        request's response stream)."""
 
     def capabilities(self) -> dict[str, Any]:
         """What ``initialize`` declares besides tools, from the exposed upstreams running now."""
@@ -155,9 +158,12 @@ class ServerFeatures:
 
     # ---------------------------------------------------------------- upstream requests
 
-    def relay_request(self, message: dict[str, Any], answer: Callable[[dict[str, Any]], None]) -> None:
-        """An upstream's elicitation during this session's call: to the agent, if its client
-        declared the capability (else refused with -32021, as the MCP SDKs do), and its reply back."""
+    def relay_request(
+        self, message: dict[str, Any], answer: Callable[[dict[str, Any]], None], related: Any = None
+    ) -> None:
+        """An upstream's elicitation during this session's call (``related``: its request id): to the
+        agent, if its client declared the capability (else refused with -32021, as the MCP SDKs do),
+        and its reply back."""
         method = message.get("method")
         why = self.refusal(message)
         if why is not None:
@@ -167,7 +173,8 @@ class ServerFeatures:
         self._next_relay_id += 1
         self._relayed[relay_id] = answer
         params = message.get("params", {})
-        self.send(jsonrpc.encode({"jsonrpc": "2.0", "id": relay_id, "method": method, "params": params}))
+        line = jsonrpc.encode({"jsonrpc": "2.0", "id": relay_id, "method": method, "params": params})
+        self.send_related(line, related)
 
     def refusal(self, message: dict[str, Any]) -> str | None:
         """Why an upstream request cannot reach this agent (None: it can)."""

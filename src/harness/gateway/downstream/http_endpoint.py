@@ -1,11 +1,11 @@
 """The loopback Streamable HTTP endpoint (``[mcp] listen``): the same sessions as the bridge, for
 clients that only accept a URL.
 
-``POST /mcp`` carries JSON-RPC messages; a request is answered with ``application/json`` when the
-session answered it at once (``initialize``, ``tools/list``, a refusal), else with an SSE stream
-(``text/event-stream``, chunked) that carries the call's progress notifications and ends with its
-answer. ``GET /mcp`` opens the session's one standalone SSE stream (``tools/list_changed``);
-``DELETE /mcp`` ends the session. Written by hand on asyncio rather than on the SDK's ASGI
+``POST /mcp`` carries JSON-RPC messages; a request is answered with one ``application/json`` body
+unless something for the agent comes before its answer (a progress token was given, or the upstream
+elicits during the call): then with an SSE stream (``text/event-stream``, chunked) that carries those
+messages and ends with the answer. ``GET /mcp`` opens the session's one standalone SSE stream
+(``tools/list_changed``); ``DELETE /mcp`` ends the session. Written by hand on asyncio rather than on the SDK's ASGI
 transport: the session already speaks JSON-RPC as bytes, and the SDK's transport would parse every
 message into pydantic objects and back, and bring an ASGI server with its own signal handling into
 the daemon.
@@ -103,6 +103,7 @@ class HttpSession:
         """The exchange whose messages the session is handling right now (synchronous answers)."""
         self.standalone: asyncio.Queue[bytes | None] | None = None
         self.session = new_session(token, self.send)
+        self.session.features.send_related = self.send_related
 
     def open_exchange(self, messages: list[Any]) -> _Exchange:
         """An exchange for the requests among ``messages``, registered before the session sees them."""
@@ -154,6 +155,15 @@ class HttpSession:
                 return
         if self.standalone is not None:
             self.standalone.put_nowait(line)
+
+    def send_related(self, line: bytes, request_id: Any) -> None:
+        """A request to the agent made for one of its requests (an elicitation during a call): on that
+        request's response stream, as the spec asks, else the GET stream."""
+        exchange = self._by_id.get(request_id)
+        if exchange is not None:
+            exchange.put(line)
+        else:
+            self.send(line)
 
     def end(self, reason: str) -> None:
         """End the session: its streams close."""
@@ -346,18 +356,36 @@ class HttpEndpoint:
             else:
                 await respond(writer, 202, b"", headers)
             return True
+        return await self._answer(session, exchange, isinstance(message, list), headers, reader, writer)
+
+    async def _answer(
+        self,
+        session: HttpSession,
+        exchange: _Exchange,
+        batch: bool,
+        headers: dict[str, str],
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> bool:
+        """A POST's answer: one JSON body, or an SSE stream."""
+        first: bytes | None = None
         if not exchange.tokens and not exchange.notified:
-            # Nothing can come before the answers (no progress token): one JSON body, as soon as
-            # every answer is there (at once for initialize, tools/list and refusals).
-            try:
-                lines = await answers(exchange.lines)
-            finally:
-                session.close_exchange(exchange)
-            body = lines[0].rstrip(b"\n") if not isinstance(message, list) else json_array(lines)
-            await respond(writer, 200, body, {**headers, "Content-Type": "application/json"})
-            return True
+            # No progress token: one JSON body as soon as every answer is there (at once for
+            # initialize, tools/list and refusals), unless something for the agent comes first (an
+            # elicitation during the call): then a stream that starts with it.
+            first = await exchange.lines.get()
+            if not exchange.notified:
+                try:
+                    lines = [] if first is None else [first, *await answers(exchange.lines)]
+                finally:
+                    session.close_exchange(exchange)
+                if not lines:  # the session ended first
+                    return False
+                body = lines[0].rstrip(b"\n") if not batch else json_array(lines)
+                await respond(writer, 200, body, {**headers, "Content-Type": "application/json"})
+                return True
         try:
-            return await stream(writer, reader, exchange.lines, headers)
+            return await stream(writer, reader, exchange.lines, headers, first)
         finally:
             session.close_exchange(exchange)
 

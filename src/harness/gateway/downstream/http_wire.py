@@ -113,15 +113,20 @@ async def stream(
     reader: asyncio.StreamReader,
     lines: asyncio.Queue[bytes | None],
     headers: Mapping[str, str],
+    first: bytes | None = None,
 ) -> bool:
-    """An SSE response (chunked) of ``lines`` until None; False if the client went away first."""
+    """An SSE response (chunked) of ``first`` and then ``lines`` until None; False if the client went
+    away first."""
     head = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Cache-Control: no-cache"]
     head += ["Transfer-Encoding: chunked", *(f"{k}: {v}" for k, v in headers.items())]
     writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
     gone = asyncio.ensure_future(reader.read(1))  # a client sends nothing while it reads a stream
     try:
         while True:
-            if lines.empty():
+            line: bytes | None
+            if first is not None:
+                line, first = first, None
+            elif lines.empty():
                 getter = asyncio.ensure_future(lines.get())
                 done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
                 if getter not in done:

@@ -143,6 +143,14 @@ class ResourceView:
             return next(iter(serving.values()))
         return serving.get(server) if server is not None else None
 
+    async def _locate(self, uri: Any) -> UpstreamLink | None:
+        """The owner of a URI this session has not listed: found by listing resources (a URI only a
+        template makes: the one exposed upstream that serves resources, if only one does)."""
+        if not isinstance(uri, str):
+            return None
+        await self._merged("resources/list", "resources")
+        return self.owner(uri, guess=True)
+
     async def answer(self, session: Subscriber, request_id: Any, method: str, params: Any) -> bytes:
         """The answer line to one ``resources/*`` request."""
         params = params if isinstance(params, dict) else {}
@@ -156,9 +164,9 @@ class ResourceView:
                 reply = await self._read(params)
             else:
                 uri = params.get("uri")
-                link = self.owner(uri)
+                link = self.owner(uri) or await self._locate(uri)
                 if link is None:
-                    detail = f"{uri!r} is not a resource this session listed; list resources first"
+                    detail = f"no exposed upstream serves {uri!r}"
                     return jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, detail)
                 if method == "resources/subscribe":
                     reply = await self._subscriptions.subscribe(session, link, uri)

@@ -489,7 +489,7 @@ class DownstreamSession:
         (``ServerFeatures``), or for a 2026-07-28 client, the call's ``input_required`` result."""
         wire = self.modern
         if wire is None:
-            self.features.relay_request(message, answer)
+            self.features.relay_request(message, answer, call.downstream_id)
             return
         entry = self.calls.get(call.downstream_id)
         why = self.features.refusal(message)

@@ -173,8 +173,9 @@ class UpstreamLink:
 
     # ---------------------------------------------------------------- from the upstream
 
-    def receive(self, message: dict[str, Any]) -> None:
-        """One message from the upstream, parsed once."""
+    def receive(self, message: dict[str, Any], related: int | None = None) -> None:
+        """One message from the upstream, parsed once (``related``: the id of the request whose
+        response stream carried it, when the transport knows)."""
         method = message.get("method")
         if method is None:
             uid = message.get("id")
@@ -185,7 +186,7 @@ class UpstreamLink:
                 item.future.set_result(message)
             return
         if "id" in message:
-            self._answer_server_request(message)
+            self._answer_server_request(message, related)
         elif method == "notifications/progress":
             self._route_progress(message)
         elif method == "notifications/tools/list_changed":
@@ -200,10 +201,11 @@ class UpstreamLink:
         elif method == "notifications/message":
             self.on_log_message(self, message.get("params"))
 
-    def _answer_server_request(self, message: dict[str, Any]) -> None:
+    def _answer_server_request(self, message: dict[str, Any], related: int | None) -> None:
         """A request from the upstream: ``ping`` is answered here; an elicitation goes to the session
-        whose call is in flight when exactly one is (nothing on the wire says which call it belongs
-        to); everything else (sampling, roots, an elicitation no one call owns) is refused."""
+        of the call whose response stream carried it (Streamable HTTP), else of the one call in flight
+        when exactly one is (on stdio nothing on the wire says which call it belongs to); everything
+        else (sampling, roots, an elicitation no one call owns) is refused."""
         upstream_id = message["id"]
 
         def answer(reply: dict[str, Any]) -> None:
@@ -214,9 +216,8 @@ class UpstreamLink:
             answer({"result": {}})
             return
         if method == "elicitation/create":
-            calls = [
-                item for item in self._pending.values() if isinstance(item, CallInflight) and not item.done
-            ]
+            owner = self._pending.get(related) if related is not None else None
+            calls = [owner] if isinstance(owner, CallInflight) and not owner.done else self._calls_in_flight()
             if len(calls) == 1:
                 calls[0].caller.relay_request(calls[0], message, answer)
                 return
@@ -232,6 +233,9 @@ class UpstreamLink:
         answer(
             {"error": {"code": jsonrpc.METHOD_NOT_FOUND, "message": f"the gateway does not forward {method}"}}
         )
+
+    def _calls_in_flight(self) -> list[CallInflight]:
+        return [item for item in self._pending.values() if isinstance(item, CallInflight) and not item.done]
 
     def _route_progress(self, message: dict[str, Any]) -> None:
         params = message.get("params")

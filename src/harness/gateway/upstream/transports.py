@@ -1,4 +1,5 @@
-"""How a link reaches its upstream: a supervised stdio child, or one Streamable HTTP client session.
+"""How a link reaches its upstream: a supervised stdio child, or one Streamable HTTP session
+(``http_client.py``).
 
 A transport delivers each incoming message, parsed once, to ``on_message`` and reports the end of
 the connection once to ``on_closed(returncode, reason)``.
@@ -7,15 +8,15 @@ the connection once to ``on_closed(returncode, reason)``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.config import UpstreamConfig, resolve_upstream_env, resolve_upstream_headers
+from harness.config import UpstreamConfig, resolve_upstream_env
 from harness.gateway.processes import BoundedLog, minimal_env, signal_group, stop_group
+from harness.gateway.upstream.http_client import HttpUpstream
 from harness.gateway.wire import jsonrpc
 from harness.gateway.wire.outbox import OUTBOX
 
@@ -30,7 +31,14 @@ STDERR_TAIL_BYTES = 2048
 EXIT_DRAIN_S = 0.1
 """After an upstream exits, how long its pipes may take to drain before the exit is reported."""
 
-OnMessage = Callable[[dict[str, Any]], None]
+
+class OnMessage(Protocol):
+    """Where a transport delivers each message (``related``: the id of the request whose response
+    stream carried it, when the transport knows one)."""
+
+    def __call__(self, message: dict[str, Any], related: int | None = None) -> None: ...
+
+
 OnClosed = Callable[[int | None, str], None]
 
 
@@ -204,81 +212,6 @@ class StdioChild:
         await stop_group(self.pid, protocol.exited)
 
 
-class HttpSession:
-    """One Streamable HTTP client session (the SDK's transport), headers resolved from the env_file."""
-
-    def __init__(self, config: UpstreamConfig, on_message: OnMessage, on_closed: OnClosed) -> None:
-        self.config = config
-        self.pid = 0
-        self._on_message = on_message
-        self._on_closed = on_closed
-        self._outbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
-        self._closed = False
-
-    async def open(self) -> None:
-        """Start the session task; it connects lazily on the first message (initialize)."""
-        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._task = asyncio.get_running_loop().create_task(self._run(ready))
-        await ready
-
-    async def _run(self, ready: asyncio.Future[None]) -> None:
-        from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
-
-        reason = "connection closed"
-        try:
-            client = create_mcp_http_client(headers=resolve_upstream_headers(self.config))
-            async with (
-                client,
-                streamable_http_client(str(self.config.url), http_client=client) as (read, write),
-            ):
-                ready.set_result(None)
-                async with asyncio.TaskGroup() as group:
-                    group.create_task(self._pump_out(write))
-                    async for item in read:
-                        if isinstance(item, Exception):
-                            reason = f"transport error: {type(item).__name__}"
-                            break
-                        self._on_message(
-                            item.message.model_dump(by_alias=True, mode="json", exclude_none=True)
-                        )
-                    self._outbox.put_nowait(None)
-        except Exception as exc:  # any failure ends the session; the link's supervisor decides
-            reason = f"transport error: {type(exc).__name__}: {exc}"[:300]
-        finally:
-            if not ready.done():
-                ready.set_result(None)
-            if not self._closed:
-                self._closed = True
-                self._on_closed(None, reason)
-
-    async def _pump_out(self, write: Any) -> None:
-        from mcp.shared.message import SessionMessage
-        from mcp_types.jsonrpc import jsonrpc_message_adapter
-
-        while (message := await self._outbox.get()) is not None:
-            await write.send(SessionMessage(jsonrpc_message_adapter.validate_python(message)))
-
-    def send(self, message: dict[str, Any]) -> None:
-        """Queue one message for the session's writer."""
-        if not self._closed:
-            self._outbox.put_nowait(message)
-
-    def abort(self) -> None:
-        """Cancel the session task."""
-        if self._task is not None:
-            self._task.cancel()
-
-    async def close(self) -> None:
-        """End the session (the SDK sends its DELETE) and wait for the task."""
-        self._outbox.put_nowait(None)
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
-
-
 Connect = Callable[[OnMessage, OnClosed], Transport]
 """Makes a (not yet opened) transport that delivers to ``on_message`` and reports to ``on_closed``."""
 
@@ -289,6 +222,6 @@ def connector(config: UpstreamConfig, cwd: Path, log: BoundedLog) -> Connect:
     def connect(on_message: OnMessage, on_closed: OnClosed) -> Transport:
         if config.argv is not None:
             return StdioChild(config, cwd, log, on_message, on_closed)
-        return HttpSession(config, on_message, on_closed)
+        return HttpUpstream(config, on_message, on_closed)
 
     return connect

@@ -1,0 +1,177 @@
+"""A Streamable HTTP upstream, spoken directly (handshake era, 2025-03-26 and later).
+
+One POST per message; a request's answer is read from a JSON body or from the POST's SSE stream,
+where the server may also send requests and notifications of its own before it; the session id and
+the negotiated revision go on every later request; a GET stream carries what the server says outside
+any request; DELETE ends the session on close.
+
+Written here rather than taken from the SDK's client because a server request that arrives on a
+POST's stream is delivered with the id of that POST's request: the one thing on the wire that ties a
+handshake-era elicitation to the call that caused it (the link routes it to that call's session).
+It also keeps the per-call path to one POST and one parse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+import httpx2
+
+from harness.config import UpstreamConfig, resolve_upstream_headers
+from harness.gateway.wire import jsonrpc
+
+if TYPE_CHECKING:
+    from harness.gateway.upstream.transports import OnClosed, OnMessage
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_S = 30.0
+LISTEN_RETRY_S = 1.0
+"""Pause before the GET stream is opened again after it ended."""
+MAX_ERROR_BODY = 300
+
+
+class HttpUpstream:
+    """One Streamable HTTP session with an upstream (a link's transport)."""
+
+    pid = 0
+
+    def __init__(self, config: UpstreamConfig, on_message: OnMessage, on_closed: OnClosed) -> None:
+        self.config = config
+        self.url = str(config.url)
+        self._on_message = on_message
+        self._on_closed = on_closed
+        self._client: httpx2.AsyncClient | None = None
+        self._session_id: str | None = None
+        self._version: str | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    async def open(self) -> None:
+        """Make the HTTP client; the first POST (initialize) connects."""
+        self._client = httpx2.AsyncClient(
+            headers=resolve_upstream_headers(self.config),
+            timeout=httpx2.Timeout(CONNECT_TIMEOUT_S, read=None),
+            follow_redirects=False,
+        )
+
+    def send(self, message: dict[str, Any]) -> None:
+        """POST one message (in its own task; its answers are delivered as they come)."""
+        if self._closed or self._client is None:
+            return
+        self._spawn(self._post(message))
+        if message.get("method") == "notifications/initialized":
+            self._spawn(self._listen())
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        if self._session_id is not None:
+            headers["Mcp-Session-Id"] = self._session_id
+        if self._version is not None:
+            headers["MCP-Protocol-Version"] = self._version
+        return headers
+
+    async def _post(self, message: dict[str, Any]) -> None:
+        assert self._client is not None
+        request_id = message.get("id") if "method" in message else None
+        initialize = message.get("method") == "initialize"
+        try:
+            body = jsonrpc.encode_ascii(message)
+            async with self._client.stream(
+                "POST", self.url, content=body, headers=self._headers()
+            ) as response:
+                if initialize and (session_id := response.headers.get("mcp-session-id")):
+                    self._session_id = session_id
+                if response.status_code == 202:
+                    return
+                if response.status_code >= 400:
+                    await self._refused(response, request_id, initialize)
+                    return
+                await self._read(response, request_id)
+        except (httpx2.HTTPError, OSError) as exc:
+            self._end(f"transport error: {type(exc).__name__}: {exc}"[:MAX_ERROR_BODY])
+
+    async def _refused(self, response: httpx2.Response, request_id: Any, initialize: bool) -> None:
+        detail = (await response.aread()).decode(errors="replace").strip()[:MAX_ERROR_BODY]
+        reason = f"HTTP {response.status_code}" + (f": {detail}" if detail else "")
+        if initialize or (response.status_code == 404 and self._session_id is not None):
+            self._end(f"the upstream refused the session: {reason}")
+            return
+        if request_id is not None:
+            error = {"code": jsonrpc.INTERNAL_ERROR, "message": f"the upstream answered {reason}"}
+            self._on_message({"jsonrpc": "2.0", "id": request_id, "error": error}, None)
+
+    async def _read(self, response: httpx2.Response, request_id: Any) -> None:
+        """Deliver what a response carries: one JSON message, or the messages of an SSE stream."""
+        content_type = response.headers.get("content-type", "")
+        if content_type.startswith("text/event-stream"):
+            async for event in httpx2.EventSource(response, max_event_size=None):
+                if event.event == "message" and event.data:
+                    self._deliver(event.data, request_id)
+        elif content_type.startswith("application/json"):
+            self._deliver((await response.aread()).decode(errors="replace"), request_id)
+
+    def _deliver(self, data: str, request_id: Any) -> None:
+        try:
+            message = json.loads(data)
+        except ValueError:
+            log.warning("upstream %s: dropped a message that is not JSON", self.config.name)
+            return
+        for one in message if isinstance(message, list) else (message,):
+            if not isinstance(one, dict):
+                continue
+            result = one.get("result")
+            if self._version is None and isinstance(result, dict) and "protocolVersion" in result:
+                self._version = str(result["protocolVersion"])
+            self._on_message(one, request_id if type(request_id) is int else None)
+
+    async def _listen(self) -> None:
+        """The GET stream, kept open while the session lives (a server may not offer one: 405)."""
+        assert self._client is not None
+        headers = {**self._headers(), "Accept": "text/event-stream"}
+        del headers["Content-Type"]
+        while not self._closed:
+            try:
+                async with self._client.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code != 200:
+                        return
+                    await self._read(response, None)
+            except (httpx2.HTTPError, OSError):
+                pass
+            await asyncio.sleep(LISTEN_RETRY_S)
+
+    def _end(self, reason: str) -> None:
+        """The session is over (once): its tasks stop and the link hears why."""
+        if self._closed:
+            return
+        self._closed = True
+        current = asyncio.current_task()
+        for task in list(self._tasks):
+            if task is not current:
+                task.cancel()
+        self._on_closed(None, reason)
+
+    def abort(self) -> None:
+        """Drop the session at once."""
+        self._end("aborted")
+
+    async def close(self) -> None:
+        """End the session politely (DELETE), then drop it."""
+        client, session_id = self._client, self._session_id
+        self._end("closed")
+        if client is None:
+            return
+        if session_id is not None:
+            with contextlib.suppress(httpx2.HTTPError, OSError):
+                await client.delete(self.url, headers={"Mcp-Session-Id": session_id}, timeout=2.0)
+        await client.aclose()
