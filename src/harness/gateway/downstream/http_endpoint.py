@@ -5,10 +5,10 @@ clients that only accept a URL.
 unless something for the agent comes before its answer (a progress token was given, or the upstream
 elicits during the call): then with an SSE stream (``text/event-stream``, chunked) that carries those
 messages and ends with the answer. ``GET /mcp`` opens the session's one standalone SSE stream
-(``tools/list_changed``); ``DELETE /mcp`` ends the session. Written by hand on asyncio rather than on the SDK's ASGI
-transport: the session already speaks JSON-RPC as bytes, and the SDK's transport would parse every
-message into pydantic objects and back, and bring an ASGI server with its own signal handling into
-the daemon.
+(``tools/list_changed``); ``DELETE /mcp`` ends the session. Written by hand on asyncio rather than on
+the SDK's ASGI transport: the session already speaks JSON-RPC as bytes, and the SDK's transport would
+parse every message into pydantic objects and back, and bring an ASGI server with its own signal
+handling into the daemon.
 
 Checks, in this order (the answer to the first that fails):
 
