@@ -265,11 +265,17 @@ class StoreView:
         )
 
     def search_tools(
-        self, query: str, *, k: int = 10, allowed: Collection[str] | None = None
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        allowed: Collection[str] | None = None,
+        upstreams: Collection[str] | None = None,
     ) -> list[ToolHit]:
-        """The tool index's search (what ``search_tools`` and ``harness tools search`` run)."""
+        """The tool index's search (what ``search_tools`` and ``harness tools search`` run): only
+        ``allowed`` names of the ``upstreams`` keys, when given."""
         self._require("tool_index")
-        return search(self.conn, query, k=k, allowed=allowed)
+        return search(self.conn, query, k=k, allowed=allowed, upstreams=upstreams)
 
     def _require(self, table: str) -> None:
         found = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -21,7 +22,7 @@ from harness.actors.snapshots import Published
 from harness.config import Config
 from harness.events import HarnessExited, ToolCatalogFetched
 from harness.rules.exposure import Route, ToolView, build_view, catalogue_routes, gateway_view
-from harness.rules.routing import Identity, RoutingSnapshot
+from harness.rules.routing import Identity, RoutingSnapshot, ViewKey
 from harness.vocabulary import Exposure
 
 
@@ -73,8 +74,9 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
         self._on_publish = on_publish
         self._catalogs: dict[str, tuple[dict[str, Any], ...]] = {}
         self._identities: dict[str, Identity] = {}
-        self._views: dict[tuple[str, bool, Exposure], ToolView] = {}
+        self._views: dict[ViewKey, ToolView] = {}
         self._known: dict[str, Route] = {}
+        self._known_in: dict[Path, dict[str, Route]] = {}
 
     def on_start(self) -> None:
         """Publish the first snapshot (no catalogues yet)."""
@@ -119,6 +121,7 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
                     policy=policy.name if policy else "",
                     allow=frozenset(table.mcp_allow),
                     exposure=config.exposure_for(table.name),
+                    project=config.project_of(table.name),
                 )
         self._rebuild_views()
         self._publish()
@@ -126,21 +129,39 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
     def _rebuild_views(self) -> None:
         cfg = self._config
         modes: dict[str, set[Exposure]] = {name: {p.exposure} for name, p in cfg.policies.items()}
+        projects: dict[str, set[Path | None]] = {name: {None} for name in cfg.policies}
         for harness in cfg.harnesses:  # a policy that sets no exposure takes each client's default
             if (p := cfg.policy_for(harness)) is not None:
                 modes[p.name].add(cfg.exposure_for(harness))
+                projects[p.name].add(cfg.project_of(harness))
         self._views = {
-            (name, read_only, mode): build_view(
-                p.model_copy(update={"exposure": mode}), cfg, self._catalogs, read_only=read_only
+            (name, read_only, mode, project): build_view(
+                p.model_copy(update={"exposure": mode}),
+                cfg,
+                self._catalogs,
+                read_only=read_only,
+                project=project,
             )
             for name, p in cfg.policies.items()
             for mode in sorted(modes[name])
+            for project in projects[name]
             for read_only in (False, True)
         }
         for read_only in (False, True):  # a harness with no policy: the gateway's own tools only
-            self._views[("", read_only, "full")] = gateway_view(cfg, read_only=read_only)
-        routes, aliases, _tools = catalogue_routes(cfg, self._catalogs)
-        self._known = {**routes, **{alias: routes[name] for alias, name in aliases.items()}}
+            self._views[("", read_only, "full", None)] = gateway_view(cfg, read_only=read_only)
+        everywhere = [key for key, up in cfg.upstreams.items() if up.project is None]
+        self._known = self._known_names(everywhere)
+        self._known_in = {
+            folder: self._known_names(
+                [*everywhere, *(k for k, u in cfg.upstreams.items() if u.project == folder)]
+            )
+            for folder in set(cfg.projects.values())
+        }
+
+    def _known_names(self, keys: list[str]) -> dict[str, Route]:
+        """Every exposed and unshortened tool name of these upstreams' catalogues, and its route."""
+        routes, aliases, _tools = catalogue_routes(self._config, self._catalogs, keys)
+        return {**routes, **{alias: routes[name] for alias, name in aliases.items()}}
 
     def _publish(self) -> None:
         snapshot = RoutingSnapshot(
@@ -148,6 +169,7 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
             MappingProxyType(dict(self._identities)),
             MappingProxyType(dict(self._views)),
             MappingProxyType(self._known),
+            MappingProxyType(self._known_in),
         )
         self._snapshot.current = snapshot
         if self._on_publish is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from harness.cli.common import CliError, Globals
@@ -44,7 +45,13 @@ def harness_view(g: Globals, view: StoreView, harness: str) -> ToolView:
     """The view the harness's policy gives over the catalogues in the store."""
     config = load_config(g.config)
     policy = _policy(config, harness).model_copy(update={"exposure": config.exposure_for(harness)})
-    return build_view(policy, config, latest_catalogs(view), read_only=_read_only(config, harness))
+    return build_view(
+        policy,
+        config,
+        latest_catalogs(view),
+        read_only=_read_only(config, harness),
+        project=config.project_of(harness),
+    )
 
 
 def _read_only(config: Config, harness: str) -> bool:
@@ -57,10 +64,13 @@ def mode_views(
     catalogs: Mapping[str, Sequence[Mapping[str, Any]]],
     *,
     read_only: bool,
+    project: Path | None = None,
 ) -> dict[str, ToolView]:
-    """The policy's view in each exposure mode."""
+    """The policy's view in each exposure mode, for a harness of ``project``."""
     return {
-        m: build_view(policy.model_copy(update={"exposure": m}), config, catalogs, read_only=read_only)
+        m: build_view(
+            policy.model_copy(update={"exposure": m}), config, catalogs, read_only=read_only, project=project
+        )
         for m in MODES
     }
 
@@ -101,18 +111,23 @@ def print_tools(g: Globals, harness: str | None, *, as_json: bool) -> int:
     config = configured(g)
     with open_store(g.paths.db) as view:
         catalogs = store_catalogs(view)
-        routes: Mapping[str, Route]
-        tools: Mapping[str, Mapping[str, Any]]
+        listed: list[tuple[Mapping[str, Route], Mapping[str, str], Mapping[str, Mapping[str, Any]]]]
         exposure: str | None = None
-        if harness is None:
-            routes, _aliases, tools = catalogue_routes(config, catalogs)
+        if harness is None:  # each upstream on its own: two projects' may list the same names
+            listed = [catalogue_routes(config, catalogs, [key]) for key in catalogs]
             chars, modes = NO_POLICY.max_description_chars, {}
         else:
             policy = _policy(config, harness)
             exposure = policy.exposure
-            views = mode_views(policy, config, catalogs, read_only=_read_only(config, harness))
+            views = mode_views(
+                policy,
+                config,
+                catalogs,
+                read_only=_read_only(config, harness),
+                project=config.project_of(harness),
+            )
             tools, chars = views["full"].tools, policy.max_description_chars
-            routes = {name: views["full"].routes[name] for name in tools}
+            listed = [({name: views["full"].routes[name] for name in tools}, {}, tools)]
             top = tuple((upstream, tool) for upstream, tool, _calls in view.top_tools(harness, policy.top_k))
             modes = bytes_per_mode(views, top)
     rows = [
@@ -123,6 +138,7 @@ def print_tools(g: Globals, harness: str | None, *, as_json: bool) -> int:
             "tier": route.tier,
             "bytes": _size(trimmed(tools[name], chars)),
         }
+        for routes, _aliases, tools in listed
         for name, route in routes.items()
     ]
     if as_json:

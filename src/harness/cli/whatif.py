@@ -121,7 +121,13 @@ def reach(config: Config, harness: str, catalogs: Catalogs, top: Sequence[tuple[
     """The harness's reach under ``config``; ``top``: its most-called (upstream, tool), best first."""
     policy = config.policy_for(harness)
     allow = config.harnesses[harness].mcp_allow
-    views = mode_views(policy or NO_POLICY, config, catalogs, read_only="write" not in allow)
+    views = mode_views(
+        policy or NO_POLICY,
+        config,
+        catalogs,
+        read_only="write" not in allow,
+        project=config.project_of(harness),
+    )
     k = (policy or NO_POLICY).top_k
     return Reach(policy, allow, views, bytes_per_mode(views, top[:k]))
 

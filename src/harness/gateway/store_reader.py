@@ -30,16 +30,23 @@ class StoreReader:
         return self._conn
 
     def search(
-        self, query: str, k: int, allowed: frozenset[str], done: Callable[[Any, BaseException | None], None]
+        self,
+        query: str,
+        k: int,
+        allowed: frozenset[str],
+        done: Callable[[Any, BaseException | None], None],
+        *,
+        upstreams: frozenset[str] | None = None,
     ) -> None:
-        """Run a tool search; ``done(hits, error)`` is called on the loop."""
+        """Run a tool search over ``allowed`` names of the ``upstreams`` keys (every one when None);
+        ``done(hits, error)`` is called on the loop."""
         from harness.projections.tool_index import search
 
         loop = asyncio.get_running_loop()
 
         def work() -> None:
             try:
-                hits = search(self._connection(), query, k=k, allowed=allowed)
+                hits = search(self._connection(), query, k=k, allowed=allowed, upstreams=upstreams)
             except Exception as exc:  # the caller answers with an error, the daemon goes on
                 loop.call_soon_threadsafe(done, None, exc)
             else:

@@ -7,7 +7,7 @@
 column              what                                                        weight
 ==================  ==========================================================  ======
 ``tool_words``      the tool's own name, and the name split into words           see
-``upstream_words``  the upstream key split into words                            ``WEIGHTS``
+``upstream_words``  the upstream's NAME split into words                         ``WEIGHTS``
 ``description``     the tool's description
 ``params``          parameter names, and each split into words
 ``param_docs``      parameter descriptions and enum values
@@ -36,7 +36,7 @@ from typing import Any
 import apsw
 
 from harness.events import Envelope, ToolCatalogFetched
-from harness.naming import exposed_name
+from harness.naming import exposed_name, upstream_name
 from harness.projections.base import Folding
 
 WEIGHTS: tuple[float, ...] = (24.0, 1.5, 1.0, 2.25, 0.25)
@@ -168,7 +168,7 @@ def index_row(row: ToolRow, position: int, index: int) -> tuple[Any, ...]:
         row.description,
         json.dumps(row.input_schema, ensure_ascii=False, separators=(",", ":")),
         _name_text(row.tool),
-        " ".join(split_words(row.upstream)),
+        " ".join(split_words(upstream_name(row.upstream))),
         params,
         param_docs,
         position,
@@ -318,13 +318,16 @@ def search(
     *,
     k: int = 10,
     allowed: Collection[str] | None = None,
+    upstreams: Collection[str] | None = None,
     weights: Sequence[float] | None = None,
 ) -> list[ToolHit]:
-    """The ``k`` tools best matching ``query``, best first; only names in ``allowed`` if given.
+    """The ``k`` tools best matching ``query``, best first; only names in ``allowed`` and tools of
+    the upstream keys in ``upstreams``, if given (two projects' upstreams of one NAME list tools of
+    the same names: a harness finds its own project's).
 
     The query is read as plain words (any FTS5 syntax in it is just text); an empty query, or one
-    with no word characters, returns []. ``allowed`` filters the ranked matches, widening the window
-    until ``k`` allowed tools are found or the matches run out (never short of what is allowed).
+    with no word characters, returns []. The filters run on the ranked matches, widening the window
+    until ``k`` permitted tools are found or the matches run out (never short of what is permitted).
     ``weights`` overrides the column weights (for tuning; the default is the table's ``rank``).
     """
     words = query_words(query)
@@ -338,19 +341,26 @@ def search(
         " JOIN tool_index AS t ON t.rowid = f.rowid ORDER BY f.score, f.rowid"
     )
     expression = match_expression(words)
-    if allowed is None:
+    if allowed is None and upstreams is None:
         return [_hit(row) for row in conn.execute(sql, (expression, k))]
     # The policy filter runs on the ranked matches, widening the window until k allowed tools are
     # found or the matches run out: never short, and a set lookup per match instead of a per-search
     # SQL index of every allowed name (which cost 1-4 ms at 1,374-5,000 tools).
-    permitted = allowed if isinstance(allowed, frozenset | set) else frozenset(allowed)
+    names = None if allowed is None else _as_set(allowed)
+    keys = None if upstreams is None else _as_set(upstreams)
     window = max(4 * k, 32)
     while True:
         rows = conn.execute(sql, (expression, window)).fetchall()
-        hits = [row for row in rows if row[0] in permitted]
+        hits = [
+            row for row in rows if (names is None or row[0] in names) and (keys is None or row[1] in keys)
+        ]
         if len(hits) >= k or len(rows) < window:
             return [_hit(row) for row in hits[:k]]
         window *= 8
+
+
+def _as_set(items: Collection[str]) -> Collection[str]:
+    return items if isinstance(items, frozenset | set) else frozenset(items)
 
 
 @functools.lru_cache(maxsize=64)

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -64,7 +65,8 @@ class ToolView:
     gateway: tuple[Mapping[str, Any], ...]
     listing_json: bytes
     servers: tuple[str, ...] = ()
-    """The upstreams the policy exposes (whose prompts the session may list and get)."""
+    """The NAMEs of the upstreams the policy exposes (whose prompts the session may list and get);
+    a session's links resolve a NAME to its project's upstream."""
 
     def resolve(self, name: str) -> Route | None:
         """The route of an exposed name, or of the unshortened ``<upstream>__<tool>`` form."""
@@ -143,27 +145,28 @@ def _with_tier(annotations: Any, tier: Tier) -> dict[str, Any]:
 
 
 def catalogue_routes(
-    config: Config, catalogs: Mapping[str, Sequence[Mapping[str, Any]]], servers: Sequence[str] | None = None
+    config: Config, catalogs: Mapping[str, Sequence[Mapping[str, Any]]], keys: Sequence[str] | None = None
 ) -> tuple[dict[str, Route], dict[str, str], dict[str, Mapping[str, Any]]]:
-    """Routes, aliases and namespaced tool objects of the given upstreams (all when None)."""
+    """Routes, aliases and namespaced tool objects of the upstreams with the given keys (every one
+    with a catalogue when None). Tools are named by the upstream's NAME; routes hold its key."""
     routes: dict[str, Route] = {}
     aliases: dict[str, str] = {}
     tools: dict[str, Mapping[str, Any]] = {}
-    for upstream_name in servers if servers is not None else list(catalogs):
-        upstream = config.upstreams.get(upstream_name)
+    for key in keys if keys is not None else list(catalogs):
+        upstream = config.upstreams.get(key)
         if upstream is None:
             continue
-        for tool in catalogs.get(upstream_name, ()):
+        for tool in catalogs.get(key, ()):
             real = tool.get("name")
             if not isinstance(real, str) or not real:
                 continue
-            name = exposed_name(upstream_name, real)
+            name = exposed_name(upstream.name, real)
             if name in routes:
                 continue
             tier = tier_of(tool, upstream)
-            routes[name] = Route(name, upstream_name, real, tier)
+            routes[name] = Route(name, key, real, tier)
             tools[name] = {**tool, "name": name, "annotations": _with_tier(tool.get("annotations"), tier)}
-            plain = f"{upstream_name}__{real}"
+            plain = f"{upstream.name}__{real}"
             if plain != name:
                 aliases[plain] = name
     return routes, aliases, tools
@@ -175,15 +178,19 @@ def build_view(
     catalogs: Mapping[str, Sequence[Mapping[str, Any]]],
     *,
     read_only: bool = False,
+    project: Path | None = None,
 ) -> ToolView:
-    """The view of one policy over the catalogues known so far (upstreams in ``servers`` order).
+    """The view of one policy over the catalogues known so far (upstreams in ``servers`` order),
+    for a harness of ``project``: a NAME in ``servers`` is a global upstream, or that project's own
+    (:meth:`~harness.config.Config.upstream_for`); other projects' upstreams are never in it.
 
     ``read_only`` (a harness without ``write`` in ``mcp_allow``): write tools stay routed, so calling
     one is refused as ``not_permitted`` with the tier named, but they are neither listed nor found
     by ``search_tools``: no context is spent on tools that harness can never call. The same goes for
     the facade's write tools.
     """
-    all_routes, all_aliases, all_tools = catalogue_routes(config, catalogs, policy.servers)
+    reached = [u for name in policy.servers if (u := config.upstream_for(name, project)) is not None]
+    all_routes, all_aliases, all_tools = catalogue_routes(config, catalogs, [u.key for u in reached])
     routes = {n: r for n, r in all_routes.items() if _allowed(n, policy)}
     aliases = {a: n for a, n in all_aliases.items() if n in routes}
     tools = {
@@ -195,7 +202,7 @@ def build_view(
     else:
         listing = list(LAZY_TOOLS)
     gateway = gateway_listing(read_only=read_only, skills=bool(config.mcp.skill_paths))
-    servers = tuple(s for s in policy.servers if s in config.upstreams)
+    servers = tuple(u.name for u in reached)
     return _view(
         policy.name, policy.exposure, policy.top_k, chars, routes, aliases, tools, listing, gateway, servers
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 
 from harness.events.attribution import UNATTRIBUTED as NO_ONE
@@ -25,6 +26,9 @@ class Identity:
     """For top_k exposure: the (upstream, tool) pairs this run called most, fixed at spawn."""
     exposure: Exposure = "full"
     """The policy's mode, or the client's default when the policy sets none (``Config.exposure_for``)."""
+    project: Path | None = None
+    """The harness's project folder (``Config.project_of``): its policy reaches that project's
+    upstreams by NAME, and no other project's."""
 
     @property
     def harness(self) -> str | None:
@@ -37,6 +41,9 @@ class Identity:
         return self.attribution.run_id
 
 
+ViewKey = tuple[str, bool, Exposure, Path | None]
+"""(policy name, read-only, exposure, project folder): what a tool view depends on."""
+
 UNATTRIBUTED = Identity(NO_ONE, "0" * 32, "", frozenset({"read"}))
 
 
@@ -46,12 +53,16 @@ class RoutingSnapshot:
 
     generation: int
     identities: Mapping[str, Identity]
-    views: Mapping[tuple[str, bool, Exposure], ToolView]
-    """By (policy name, read-only, exposure): a harness without ``write`` gets the read-only view;
-    the exposure is the harness's (its policy's, or its client's default)."""
+    views: Mapping[ViewKey, ToolView]
+    """By (policy name, read-only, exposure, project): a harness without ``write`` gets the read-only
+    view; the exposure is the harness's (its policy's, or its client's default); the project is the
+    harness's (None: none, and for every harness without a policy)."""
     known: Mapping[str, Route] = field(default_factory=lambda: MappingProxyType({}))
-    """Every exposed (and unshortened) tool name of every upstream, whatever the policies: a name
-    here but not in a session's view is ``not_permitted`` (and recorded under its real upstream)."""
+    """Every exposed (and unshortened) tool name of every global upstream, whatever the policies: a
+    name here but not in a session's view is ``not_permitted`` (and recorded under its real upstream)."""
+    known_in: Mapping[Path, Mapping[str, Route]] = field(default_factory=lambda: MappingProxyType({}))
+    """The same per project, its own upstreams' names with the global ones: another project's tool
+    is as unknown to a harness as a tool nobody has."""
 
     def identify(self, token: str | None) -> Identity:
         """The token's owner, or the unattributed identity for a missing or unknown token."""
@@ -60,8 +71,17 @@ class RoutingSnapshot:
         return self.identities.get(token, UNATTRIBUTED)
 
     def view_for(self, identity: Identity) -> ToolView:
-        """The tool view of an identity's policy (empty for no policy)."""
-        return self.views.get((identity.policy, "write" not in identity.allow, identity.exposure), EMPTY_VIEW)
+        """The tool view of an identity's policy in its project (the gateway's own tools only for no
+        policy)."""
+        project = identity.project if identity.policy else None
+        key = (identity.policy, "write" not in identity.allow, identity.exposure, project)
+        return self.views.get(key, EMPTY_VIEW)
+
+    def known_route(self, name: str, project: Path | None) -> Route | None:
+        """The route of a tool name some upstream a harness of ``project`` could reach has, whatever
+        its policy (None: no such tool there)."""
+        known = self.known_in.get(project, self.known) if project is not None else self.known
+        return known.get(name)
 
 
 EMPTY_SNAPSHOT = RoutingSnapshot(0, MappingProxyType({}), MappingProxyType({}))

@@ -180,3 +180,14 @@ def test_the_real_catalogues_are_all_indexed_and_searchable():
 def test_surrogates_nul_and_huge_words_are_safe(query):
     hits = search(_shared_conn(), query)
     assert query.strip() == "" or hits
+
+
+def test_a_search_over_some_upstreams_keys_finds_only_their_tools_though_names_repeat():
+    one, two = "web@one-00000001", "web@two-00000002"
+    c = memory_store()
+    fold_into(
+        c, [catalog(one, [tool("fetch", "Fetch a page")]), catalog(two, [tool("fetch", "Fetch a page")])]
+    )
+    hits = search(c, "fetch page", k=5, upstreams=frozenset({two}))
+    assert [(h.name, h.upstream) for h in hits] == [("web__fetch", two)]
+    assert {h.upstream for h in search(c, "fetch page", k=5, allowed={"web__fetch"})} == {one, two}

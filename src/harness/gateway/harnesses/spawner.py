@@ -178,6 +178,7 @@ class HarnessSpawner:
             allow=frozenset(cfg.mcp_allow),
             top_tools=top,
             exposure=exposure,
+            project=self.config.project_of(cfg.name),
         )
         await ask(self._policy, RegisterToken(token, identity))
         own = parse_env_file(cfg.env_file) if cfg.env_file else {}
