@@ -190,11 +190,11 @@ def _cmd_list(ns: argparse.Namespace, g: Globals) -> int:
     if not rows:
         print("no harnesses configured")
         return 0
-    print(f"{'NAME':<20} {'STATE':<8} {'PID':>7}  {'POLICY':<16} {'SESSIONS':>8}  RUN")
+    print(f"{'NAME':<20} {'STATE':<8} {'PID':>7}  {'POLICY':<16} {'SESSIONS':>8}  {'RUN':<32}  PROJECT")
     for r in rows:
         print(
             f"{r['name']:<20} {r['state']:<8} {r['pid'] or '-':>7}  {r['policy'] or '-':<16} "
-            f"{r['sessions']:>8}  {r['run_id'] or '-'}"
+            f"{r['sessions']:>8}  {r['run_id'] or '-':<32}  {r.get('project') or '-'}"
         )
     return 0
 
@@ -272,10 +272,12 @@ def _tools_search(ns: argparse.Namespace, g: Globals) -> int:
     if not query.strip():
         raise UsageError("no query: give words to search for")
     allowed: set[str] | None = None
+    upstreams: set[str] | None = None
     with open_store(g.paths.db) as view:
         if ns.harness is not None:
-            allowed = set(harness_view(g, view, ns.harness).routes)
-        hits = view.search_tools(query, k=ns.k, allowed=allowed)
+            routes = harness_view(g, view, ns.harness).routes
+            allowed, upstreams = set(routes), {route.upstream for route in routes.values()}
+        hits = view.search_tools(query, k=ns.k, allowed=allowed, upstreams=upstreams)
     if ns.json:
         print(
             json.dumps(
@@ -341,14 +343,15 @@ def _cmd_status(ns: argparse.Namespace, g: Globals) -> int:
     upstreams: dict[str, dict[str, Any]] = result["upstreams"]
     if upstreams:
         print(
-            f"{'UPSTREAM':<20} {'STATE':<11} {'PID':>7} {'TOOLS':>5} {'IN-FLIGHT':>9} {'WAITING':>7}  BREAKER"
+            f"{'UPSTREAM':<20} {'STATE':<11} {'PID':>7} {'TOOLS':>5} {'IN-FLIGHT':>9} {'WAITING':>7}  "
+            f"{'BREAKER':<9}  PROJECT"
         )
         for name, u in upstreams.items():
             rows = [(name, u), *((f"  @{h}", i) for h, i in u.get("instances", {}).items())]
             for label, r in rows:
                 print(
                     f"{label:<20} {r['state']:<11} {r['pid'] or '-':>7} {r['tools']:>5} {r['in_flight']:>9} "
-                    f"{r['waiting']:>7}  {r['breaker']}"
+                    f"{r['waiting']:>7}  {r['breaker']:<9}  {r.get('project') or '-'}"
                 )
     else:
         print("no upstreams configured")

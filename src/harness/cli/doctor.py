@@ -20,6 +20,7 @@ from harness.config import (
     Config,
     ConfigError,
     HarnessConfig,
+    UpstreamConfig,
     default_config_path,
     load_config,
     parse_env_file,
@@ -182,17 +183,37 @@ def _daemon(report: Report, paths: StatePaths, config: Config | None) -> dict[st
 
 
 def _shared(report: Report, config: Config) -> None:
-    for name, upstream in config.upstreams.items():
-        reached = [h for h in config.harnesses if (p := config.policy_for(h)) and name in p.servers]
-        if not upstream.shared:
-            who = ", ".join(reached) if reached else "no harness's policy reaches it"
-            report.add("shared upstreams", "note", f"{name}: shared = false, one instance per harness: {who}")
-            continue
-        report.shared_upstreams.append({"upstream": name, "reached_by": reached})
+    for key, upstream in config.upstreams.items():
+        reached = [h for h in config.harnesses if _reaches(config, h, upstream)]
         who = ", ".join(reached) if reached else "no harness's policy reaches it"
-        report.add("shared upstreams", "note", f"{name}: shared = true, one instance for every caller: {who}")
+        where = f" (project {upstream.project})" if upstream.project is not None else ""
+        if not upstream.shared:
+            text = f"{key}{where}: shared = false, one instance per harness: {who}"
+            report.add("shared upstreams", "note", text)
+            continue
+        report.shared_upstreams.append(
+            {
+                "upstream": key,
+                "project": str(upstream.project) if upstream.project else None,
+                "reached_by": reached,
+            }
+        )
+        scope = "every caller of its project" if upstream.project is not None else "every caller"
+        report.add(
+            "shared upstreams", "note", f"{key}{where}: shared = true, one instance for {scope}: {who}"
+        )
     if not config.upstreams:
         report.add("shared upstreams", "note", "no upstreams configured")
+
+
+def _reaches(config: Config, harness: str, upstream: UpstreamConfig) -> bool:
+    """Whether the harness's policy exposes the upstream (by NAME, in the harness's project)."""
+    policy = config.policy_for(harness)
+    return (
+        policy is not None
+        and upstream.name in policy.servers
+        and config.upstream_for(upstream.name, config.project_of(harness)) == upstream
+    )
 
 
 def _harnesses(report: Report, config: Config) -> None:

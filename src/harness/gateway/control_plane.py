@@ -125,6 +125,7 @@ class ControlPlane:
                     "pid": proc.pid if proc else None,
                     "run_id": proc.run_id if proc else None,
                     "policy": policy.name if policy else None,
+                    "project": _folder(fleet.config.project_of(name)),
                     "sessions": self._session_count(name),
                 }
             )
@@ -132,6 +133,7 @@ class ControlPlane:
 
     def _upstream_row(self, up: SupervisedUpstream) -> dict[str, Any]:
         return {
+            "project": _folder(up.config.project),
             "state": up.link.status,
             "pid": up.pid or None,
             "tools": len(up.tools),
@@ -146,6 +148,7 @@ class ControlPlane:
             harness: self._upstream_row(up) for harness, up in sorted(self._fleet.unshared.of(name).items())
         }
         return {
+            "project": _folder(self._fleet.config.upstreams[name].project),
             "state": "unshared",
             "pid": None,
             "tools": max((row["tools"] for row in rows.values()), default=0),
@@ -220,7 +223,7 @@ class ControlPlane:
                 **self._unshared_row(name),
             }
         if up is None:
-            raise ValueError(f"no harness or upstream named {name!r}")
+            raise self._unknown(name)
         config = up.config
         return {
             "kind": "upstream",
@@ -243,7 +246,7 @@ class ControlPlane:
         elif name in fleet.upstreams:
             kind, path = "upstream", fleet.paths.upstream_logs / f"{name}.log"
         else:
-            raise ValueError(f"no harness or upstream named {name!r}")
+            raise self._unknown(name)
         lines = await asyncio.to_thread(tail_lines, path, count)
         return {"name": name, "kind": kind, "path": str(path), "lines": lines}
 
@@ -267,10 +270,16 @@ class ControlPlane:
                 await asyncio.gather(*(up.restart("restart requested") for up in instances.values()))
             return {"restarted": name, "kind": "upstream", "instances": sorted(instances)}
         if upstream is None:
-            raise ValueError(f"no harness or upstream named {name!r}")
+            raise self._unknown(name)
         async with self._lifecycle[f"upstream:{name}"]:
             await upstream.restart("restart requested")
         return {"restarted": name, "kind": "upstream", "pid": upstream.pid or None}
+
+    def _unknown(self, name: str) -> ValueError:
+        """No harness or upstream key ``name``; a project upstream's NAME gets its keys as a hint."""
+        keys = sorted(k for k, up in self._fleet.config.upstreams.items() if up.project and up.name == name)
+        hint = f" (project upstreams go by key: {', '.join(keys)})" if keys else ""
+        return ValueError(f"no harness or upstream named {name!r}{hint}")
 
     def _harness_config(self, name: str, command: str) -> Any:
         cfg = self._fleet.config.harnesses.get(name)
@@ -324,6 +333,11 @@ class ControlPlane:
             n for n, p in after.items() if before.get(n) != p.run_id and p.running
         )
         return result
+
+
+def _folder(path: Path | None) -> str | None:
+    """A project folder as shown (None: global, or no project)."""
+    return str(path) if path is not None else None
 
 
 def _iso(ts: float) -> str:

@@ -73,6 +73,7 @@ from harness.gateway.upstream.transports import connector
 from harness.gateway.upstream.unshared import UnsharedUpstreams
 from harness.gateway.wire import jsonrpc
 from harness.rules.breaker import CLOSED
+from harness.rules.exposure import Route
 from harness.rules.routing import EMPTY_SNAPSHOT, RoutingSnapshot
 
 log = logging.getLogger("harness.daemon")
@@ -153,22 +154,32 @@ class Daemon:
             session.deliver(message)
 
     def running_link(self, name: str, harness: str | None) -> UpstreamLink | None:
-        """The wire of an upstream instance that runs for ``harness`` now (never starts one)."""
-        upstream = self.upstreams.get(name)
+        """The wire of an upstream instance that runs for ``harness`` now (never starts one);
+        ``name``: a NAME (its project's upstream of that NAME) or a key."""
+        config = self.config.upstream_for(name, self.config.project_of(harness))
+        if config is None:
+            return None
+        upstream = self.upstreams.get(config.key)
         if upstream is None and harness is not None:
-            upstream = self.unshared.instances.get((name, harness))
+            upstream = self.unshared.instances.get((config.key, harness))
         return upstream.link if upstream is not None else None
 
     def link(self, name: str, harness: str | None = None) -> UpstreamLink | None:
-        """The wire of an upstream, by key: the shared instance, or for a ``shared = false`` one the
-        harness's own instance (started now if it has none)."""
-        upstream = self.upstreams.get(name)
+        """The wire of an upstream by NAME or key, as ``harness`` reaches it (a global upstream, or
+        one of its project's, never another project's): the shared instance, or for a
+        ``shared = false`` one the harness's own instance (started now if it has none)."""
+        config = self.config.upstream_for(name, self.config.project_of(harness))
+        if config is None:
+            return None
+        upstream = self.upstreams.get(config.key)
         if upstream is not None:
             return upstream.link
-        config = self.config.upstreams.get(name)
-        if config is None or config.shared:
-            return None
-        return self.unshared.link(config, harness)
+        return None if config.shared else self.unshared.link(config, harness)
+
+    def _reach(self, harness: str | None) -> frozenset[str]:
+        """The keys of every upstream ``harness`` could reach: the global ones and its project's."""
+        project = self.config.project_of(harness)
+        return frozenset(k for k, up in self.config.upstreams.items() if up.project in (None, project))
 
     # ---------------------------------------------------------------- sessions
 
@@ -187,8 +198,10 @@ class Daemon:
             emit=self.emit,
             send=send,
             on_close=self.sessions.discard,
-            known=lambda name: self.routing.current.known.get(name),  # noqa: PLW0108 - the newest
-            search=self.reader.search,
+            known=lambda name: self._known(name, token),
+            search=lambda query, k, allowed, done: self.reader.search(
+                query, k, allowed, done, upstreams=self._reach(identity.harness)
+            ),
             token=token if identity.harness else None,
             own=self.own_tools,
             subscriptions=self.subscriptions,
@@ -197,6 +210,12 @@ class Daemon:
         TOOL_SCHEMA_BYTES.labels(identity.harness or "").set(len(session.listing))
         self.emit(session_opened_event(session, transport, bridge_version))
         return session
+
+    def _known(self, name: str, token: str | None) -> Route | None:
+        """A tool some upstream the token's harness could reach has, whatever its policy (the newest
+        snapshot: a refusal then says ``not_permitted``, else ``unknown_tool``)."""
+        snapshot = self.routing.current
+        return snapshot.known_route(name, snapshot.identify(token).project)
 
     def _http_session(self, token: str, send: Any) -> DownstreamSession:
         session = self.new_session(token, send, 0, transport="http")
@@ -338,11 +357,15 @@ class Daemon:
         cfg = self.config.harnesses.get(harness)
         return cfg.workdir if cfg is not None and cfg.workdir is not None else self._config_folder()
 
+    def _upstream_folder(self, config: UpstreamConfig) -> Path:
+        """Where a shared upstream (or a catalogue probe) runs: its project's folder, else the
+        configuration's."""
+        return config.project or self._config_folder()
+
     def _new_upstream(self, config: UpstreamConfig) -> SupervisedUpstream:
-        """A shared upstream's actors, wire and supervision, registered under its key (a stdio child
-        runs in the config file's folder)."""
-        upstream = self._instance(config, self._config_folder(), config.name)
-        self.upstreams[config.name] = upstream
+        """A shared upstream's actors, wire and supervision, registered under its key."""
+        upstream = self._instance(config, self._upstream_folder(config), config.key)
+        self.upstreams[config.key] = upstream
         return upstream
 
     def _instance(self, config: UpstreamConfig, cwd: Path, label: str) -> SupervisedUpstream:
@@ -351,9 +374,9 @@ class Daemon:
         breaker_state = Published(CLOSED)
         status: Published[Any] = Published("starting")
         breaker = BreakerActor.start(
-            config.name, config.breaker_failures, config.breaker_cooldown, breaker_state, self.emit
+            config.key, config.breaker_failures, config.breaker_cooldown, breaker_state, self.emit
         )
-        supervisor = UpstreamActor.start(config.name, config.restart_delay, status, self.emit)
+        supervisor = UpstreamActor.start(config.key, config.restart_delay, status, self.emit)
         gate = BreakerGate(breaker, breaker_state, config.breaker_cooldown, time.monotonic)
         link = UpstreamLink(config, gate=gate, status=status)
         link.on_resource_updated = self.subscriptions.updated
@@ -375,17 +398,17 @@ class Daemon:
         the one the store kept, else a probe's."""
         assert self._policy is not None
         try:
-            kept = await self.reader.latest_catalogue(config.name)
+            kept = await self.reader.latest_catalogue(config.key)
         except Exception as exc:  # a store that cannot be read here: the probe still gives the list
-            log.warning("upstream %s: no kept catalogue (%s); probing", config.name, exc)
+            log.warning("upstream %s: no kept catalogue (%s); probing", config.key, exc)
             kept = None
         if kept is not None:
             self._policy.tell(kept)
             return
         try:
-            await self.unshared.probe(config, self._config_folder())
+            await self.unshared.probe(config, self._upstream_folder(config))
         except Exception:  # the daemon starts regardless; the list fills on the first instance
-            log.exception("upstream %s: the catalogue probe failed", config.name)
+            log.exception("upstream %s: the catalogue probe failed", config.key)
 
     def _audience(self, link: UpstreamLink) -> list[ServerFeatures]:
         """The live sessions an upstream instance serves (its policy exposes it, it runs for them)."""

@@ -87,9 +87,9 @@ def test_a_good_configuration_without_a_daemon_passes_and_lists_every_shared_ups
     report = json.loads(done.stdout)
     assert report["ok"] is True and report["problems"] == [] and report["daemon"] is None
     assert report["shared_upstreams"] == [
-        {"upstream": "git", "reached_by": ["coder"]},
-        {"upstream": "time", "reached_by": ["coder", "watch"]},
-        {"upstream": "wiki", "reached_by": []},
+        {"upstream": "git", "project": None, "reached_by": ["coder"]},
+        {"upstream": "time", "project": None, "reached_by": ["coder", "watch"]},
+        {"upstream": "wiki", "project": None, "reached_by": []},
     ]
     texts = [f["text"] for f in report["findings"]]
     assert any(t.startswith("not running") for t in texts)

@@ -50,6 +50,7 @@ def _upstream_rows(upstreams: Mapping[str, Mapping[str, Any]]) -> list[str]:
             (u.get("tools"), "num"),
             (u.get("in_flight"), "num"),
             (u.get("waiting"), "num"),
+            (u.get("project"), ""),
         ]
         rows.append(_row(cells, f'data-upstream="{escape(name)}"'))
     return rows
@@ -92,8 +93,9 @@ def render(
     calls: Iterable[Mapping[str, Any]],
     schema_bytes: Mapping[str, float],
 ) -> bytes:
-    """The page: upstreams (state, breaker, calls in flight), harnesses (state, sessions, schema bytes
-    of the newest session's tool list), the newest calls (outcome, latency), newest first."""
+    """The page: upstreams (state, breaker, calls in flight, project folder), harnesses (state,
+    sessions, schema bytes of the newest session's tool list), the newest calls (outcome, latency),
+    newest first."""
     stamp = time.strftime("%H:%M:%S", time.gmtime())
     newest_first = list(calls)[::-1]
     parts = [
@@ -106,7 +108,7 @@ def render(
         "<h2>Upstreams</h2>",
         _table(
             "upstreams",
-            ("upstream", "state", "breaker", "pid", "tools", "in flight", "waiting"),
+            ("upstream", "state", "breaker", "pid", "tools", "in flight", "waiting", "project"),
             _upstream_rows(status.get("upstreams", {})),
             "no upstreams configured",
         ),

@@ -49,7 +49,8 @@ class SupervisedUpstream:
     ) -> None:
         self.link = link
         self.config = link.config
-        self.name = link.name
+        self.name = link.config.key
+        """The upstream's key, as its events name it (``NAME@<project id>`` for a project's)."""
         self.supervisor = supervisor
         self.protocol_version = ""
         self.tools: list[dict[str, Any]] = []

@@ -1,5 +1,6 @@
 """Upstreams declared ``shared = false``: one supervised instance per harness, started on that
-harness's first call in its workdir and stopped when the harness exits.
+harness's first call in its workdir and stopped when the harness exits (a project's upstream too:
+its harnesses' workdir is the project's folder).
 
 Each instance is a full :class:`SupervisedUpstream` (its own breaker, supervisor, restarts, log
 ``upstreams/<name>@<harness>.log``), filtered and logged like a shared one and given only its own
@@ -32,12 +33,12 @@ Stop = Callable[[SupervisedUpstream], Awaitable[None]]
 
 
 def label(upstream: str, harness: str) -> str:
-    """An instance's name in logs and files: ``<upstream>@<harness>`` (``@probe`` for a probe)."""
+    """An instance's name in logs and files: ``<upstream key>@<harness>`` (``@probe`` for a probe)."""
     return f"{upstream}@{harness or 'probe'}"
 
 
 class UnsharedUpstreams:
-    """The per-harness instances of every ``shared = false`` upstream, by (upstream, harness)."""
+    """The per-harness instances of every ``shared = false`` upstream, by (upstream key, harness)."""
 
     def __init__(self, make: Make, stop: Stop, workdir: Callable[[str], Path]) -> None:
         self._make = make
@@ -50,7 +51,7 @@ class UnsharedUpstreams:
         """The harness's own instance's wire, started now if it has none (None: no harness)."""
         if harness is None:
             return None
-        key = (config.name, harness)
+        key = (config.key, harness)
         instance = self.instances.get(key)
         if instance is not None and instance.config != config:  # a reload changed the table
             self._spawn(self._stop(instance))
@@ -58,12 +59,12 @@ class UnsharedUpstreams:
         if instance is None:
             instance = self.instances[key] = self._make(config, self._workdir(harness), label(*key))
             self._spawn(instance.start())
-            log.info("upstream %s: started for harness %s (shared = false)", config.name, harness)
+            log.info("upstream %s: started for harness %s (shared = false)", config.key, harness)
         return instance.link
 
     async def probe(self, config: UpstreamConfig, cwd: Path) -> None:
         """Start one instance only to fetch (and publish) its catalogue, then stop it."""
-        instance = self._make(config, cwd, label(config.name, PROBE))
+        instance = self._make(config, cwd, label(config.key, PROBE))
         try:
             await instance.start()
         finally:
@@ -74,7 +75,7 @@ class UnsharedUpstreams:
         await self._stop_where(lambda key: key[1] == harness)
 
     async def stop_upstream(self, upstream: str) -> None:
-        """Stop every instance of an upstream (its table changed or was removed)."""
+        """Stop every instance of an upstream, by key (its table changed or was removed)."""
         await self._stop_where(lambda key: key[0] == upstream)
 
     async def stop_all(self) -> None:
@@ -88,7 +89,7 @@ class UnsharedUpstreams:
         await asyncio.gather(*(self._stop(instance) for instance in going), return_exceptions=True)
 
     def of(self, upstream: str) -> dict[str, SupervisedUpstream]:
-        """The running instances of one upstream, by harness."""
+        """The running instances of one upstream (by key), by harness."""
         return {h: inst for (u, h), inst in self.instances.items() if u == upstream}
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
