@@ -211,12 +211,12 @@ def process_argv(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
 
 
-def http_upstream(mode: str, port: int = 0) -> tuple[subprocess.Popen[str], int]:
+def http_upstream(mode: str, port: int = 0, json_response: bool = False) -> tuple[subprocess.Popen[str], int]:
     """tests/fixtures/faulty_http_upstream.py started in ``mode``, and the port it serves on."""
-    fixture = str(FIXTURES / "faulty_http_upstream.py")
-    proc = subprocess.Popen(
-        [PY, fixture, "--mode", mode, "--port", str(port)], stdout=subprocess.PIPE, text=True
-    )
+    argv = [PY, str(FIXTURES / "faulty_http_upstream.py"), "--mode", mode, "--port", str(port)]
+    if json_response:
+        argv.append("--json-response")
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line.startswith("PORT "), line

@@ -337,3 +337,38 @@ def test_an_internal_request_resolves_with_the_upstreams_result_or_raises_on_its
                 raise AssertionError("an error reply must raise")
 
     run(scenario)
+
+
+class EliciteeCaller(FakeCaller):
+    """A caller that takes relayed requests (and answers each with its own name)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.relayed: list[tuple[Any, dict[str, Any]]] = []
+
+    def relay_request(self, call: CallInflight, message: dict[str, Any], answer: Callable[..., None]) -> None:
+        self.relayed.append((call.downstream_id, message))
+        answer({"result": {"action": "accept", "content": {"name": self.name}}})
+
+
+def test_an_elicitation_carried_on_a_calls_stream_goes_to_that_call_however_many_are_in_flight():
+    async def scenario() -> None:
+        async with rig() as r:
+            a, b = EliciteeCaller("a"), EliciteeCaller("b")
+            r.call(a, 1)
+            second = r.call(b, 1)
+            await await_until(lambda: len(r.transport.calls()) == 2, timeout=WAIT, message="both sent")
+            ask = {"jsonrpc": "2.0", "id": 70, "method": "elicitation/create", "params": {"message": "?"}}
+            r.link.receive(dict(ask), related=second.upstream_id)
+            assert a.relayed == [] and b.relayed == [(1, ask)]
+            assert r.transport.sent[-1] == {
+                "id": 70,
+                "jsonrpc": "2.0",
+                "result": {"action": "accept", "content": {"name": "b"}},
+            }
+            r.link.receive({**ask, "id": 71})  # no stream says whose: two calls in flight, refused
+            assert r.transport.sent[-1]["error"]["code"] == -32600
+            assert "2 calls are in flight" in r.transport.sent[-1]["error"]["message"]
+
+    run(scenario)
