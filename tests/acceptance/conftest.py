@@ -53,6 +53,16 @@ class RunningDaemon(DaemonProcess):
             return psutil.Process(self.proc.pid).children(recursive=True)
         return []
 
+    def descendants_running(self, marker: str) -> list[psutil.Process]:
+        """The processes under the daemon whose command line holds ``marker`` (the process table,
+        not the configuration)."""
+        found = []
+        for p in self.descendants():
+            with contextlib.suppress(psutil.Error):
+                if marker in " ".join(p.cmdline()):
+                    found.append(p)
+        return found
+
     def stop(self, timeout: float = 20.0) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)

@@ -14,15 +14,8 @@ pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 
 def _instances(daemon) -> list[psutil.Process]:
-    """The demo upstream processes under the daemon (the process table, not the configuration)."""
-    found = []
-    for p in daemon.descendants():
-        try:
-            if "harness.demo.upstream" in " ".join(p.cmdline()):
-                found.append(p)
-        except psutil.Error:
-            continue
-    return found
+    """The demo upstream processes under the daemon."""
+    return daemon.descendants_running("harness.demo.upstream")
 
 
 def test_two_harnesses_get_two_instances_in_their_workdirs_that_stop_with_them(start_daemon, tmp_path):
