@@ -39,7 +39,7 @@ class UpstreamStarted(Event):
 
     STORED_NAME = "upstream.started"
     upstream: str
-    """The upstream key (`[mcp.NAME]`)."""
+    """The upstream key: `[mcp.NAME]`'s NAME, or `NAME@<project id>` for a project file's upstream."""
 
     pid: int
     """The child's process id."""
