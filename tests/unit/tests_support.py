@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from harness.events import ToolCallCompleted
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from harness.events import ToolCallCompleted, ToolCatalogFetched
 
 
 def call_event(
@@ -29,4 +33,20 @@ def call_event(
         response_tokens_est=(103 + i) // 4,
         trace_id="t" * 32,
         span_id=f"{i:016x}",
+    )
+
+
+def catalog(
+    upstream: str, tools: Sequence[dict[str, Any]] | str, ts: float = 1_796_000_000.0
+) -> ToolCatalogFetched:
+    """An upstream's catalogue event listing ``tools`` (or ``tools`` as raw ``tools_json`` text)."""
+    text = tools if isinstance(tools, str) else json.dumps(list(tools))
+    return ToolCatalogFetched(
+        ts=ts,
+        upstream=upstream,
+        protocol_version="2025-11-25",
+        server_name=upstream,
+        server_version="1",
+        tools_json=text,
+        tool_count=0 if isinstance(tools, str) else len(tools),
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import apsw
 
 from harness.actors.log_writer import EventIntake, LogWriterActor
-from harness.events import Event, ToolCatalogFetched
+from harness.events import Event
 
 PROJECTION_TABLES = (
     "call_log",
@@ -22,21 +21,6 @@ PROJECTION_TABLES = (
 )
 CATALOGS = Path(__file__).parents[4] / "shared" / "data" / "tool-catalogs"
 """The team's real catalogues (shared/ lies beside the repository, in CI too)."""
-
-
-def catalog(
-    upstream: str, tools: Sequence[dict[str, Any]] | str, ts: float = 1_796_000_000.0
-) -> ToolCatalogFetched:
-    text = tools if isinstance(tools, str) else json.dumps(list(tools))
-    return ToolCatalogFetched(
-        ts=ts,
-        upstream=upstream,
-        protocol_version="2025-11-25",
-        server_name=upstream,
-        server_version="1",
-        tools_json=text,
-        tool_count=0 if isinstance(tools, str) else len(tools),
-    )
 
 
 def tool(name: str, description: str = "", params: dict[str, Any] | None = None) -> dict[str, Any]:

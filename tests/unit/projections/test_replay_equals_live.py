@@ -9,8 +9,8 @@ from pathlib import Path
 import apsw
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from projection_support import PROJECTION_TABLES, catalog, snapshot, tool
-from tests_support import call_event
+from projection_support import PROJECTION_TABLES, snapshot, tool
+from tests_support import call_event, catalog
 
 from harness.actors.log_writer import Compact, EventIntake, LogWriterActor
 from harness.events import (

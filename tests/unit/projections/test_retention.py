@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import apsw
 import pytest
-from projection_support import catalog, fold_into, memory_store, snapshot, tool, write_log
-from tests_support import call_event
+from projection_support import fold_into, memory_store, snapshot, tool, write_log
+from tests_support import call_event, catalog
 
 from harness.actors.log_writer import Compact, EventIntake, LogWriterActor
 from harness.events import RetentionCompacted, SessionClosed, UpstreamExited, UpstreamStarted

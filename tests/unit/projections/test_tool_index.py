@@ -7,7 +7,8 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from projection_support import CATALOGS, catalog, fold_into, memory_store, tool
+from projection_support import CATALOGS, fold_into, memory_store, tool
+from tests_support import catalog
 
 from harness.naming import exposed_name
 from harness.projections.tool_index import (

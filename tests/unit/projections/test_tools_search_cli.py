@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from projection_support import catalog, tool, write_log
+from projection_support import tool, write_log
+from tests_support import catalog
 
 from harness.main import main
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from projection_support import catalog, fold_into, memory_store, tool
+from projection_support import fold_into, memory_store, tool
+from tests_support import catalog
 
 from harness.events import DaemonStarted, UpstreamExited, UpstreamStarted
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests_support import catalog
+
 from harness.actors.asking import Barrier
 from harness.actors.policy import PolicyActor
 from harness.actors.snapshots import Published
 from harness.config import Config, HarnessConfig, PolicyConfig, UpstreamConfig
-from harness.events import ToolCatalogFetched
 from harness.events.attribution import Attribution
 from harness.rules.exposure import build_view
 from harness.rules.routing import EMPTY_SNAPSHOT, Identity
@@ -77,16 +78,7 @@ def test_the_policy_actor_publishes_a_view_and_the_known_tools_per_project():
     actor = PolicyActor.start(config, published)
     try:
         for key, tools in _catalogs(config).items():
-            event = ToolCatalogFetched(
-                ts=1.0,
-                upstream=key,
-                protocol_version="2025-11-25",
-                server_name=key,
-                server_version="1",
-                tools_json=json.dumps(tools),
-                tool_count=len(tools),
-            )
-            actor.tell(event)
+            actor.tell(catalog(key, tools))
         actor.ask(Barrier(), timeout=10)
         snapshot = published.current
     finally:
