@@ -50,7 +50,7 @@ def test_doctor_on_a_healthy_running_daemon_reports_it_and_exits_0(start_daemon)
     assert texts["harness idle: running"] == "ok"
     assert texts[f"control socket {daemon.state / 'harness.sock'} accepts connections"] == "ok"
     assert texts[f"[mcp] metrics_listen 127.0.0.1:{port}: accepts (/metrics)"] == "ok"
-    assert report["shared_upstreams"] == [{"upstream": "tools", "reached_by": ["idle"]}]
+    assert report["shared_upstreams"] == [{"upstream": "tools", "project": None, "reached_by": ["idle"]}]
     human = daemon.harness_cli("doctor")
     assert "no problems found" in human.stdout and "running: pid" in human.stdout
 
