@@ -63,7 +63,10 @@ def _post(url: str, body: dict, headers: dict[str, str]) -> tuple[int, dict[str,
 
 
 @pytest.mark.slow
-def test_an_sdk_client_over_http_is_the_harness_its_token_names_and_gets_its_progress(start_daemon):
+@pytest.mark.parametrize(("mode", "era"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
+def test_an_sdk_client_over_http_is_the_harness_its_token_names_and_gets_its_progress(
+    start_daemon, mode, era
+):
     port = free_port()
     daemon = start_daemon(_config(port))
     tokens = _tokens(daemon)
@@ -73,8 +76,11 @@ def test_an_sdk_client_over_http_is_the_harness_its_token_names_and_gets_its_pro
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['a']}"})
         async with (
             http,
-            Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client,
+            Client(
+                streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http), mode=mode
+            ) as client,
         ):
+            seen["era"] = client.session.protocol_version
             names = [t.name for t in (await client.list_tools()).tools]
             seen["names"] = names
             seen["echo"] = (await client.call_tool("demo__echo", {"text": "over http"})).content[0].text
@@ -95,6 +101,7 @@ def test_an_sdk_client_over_http_is_the_harness_its_token_names_and_gets_its_pro
                 seen["long"] = result.is_error
 
     anyio.run(scenario)
+    assert seen["era"] == era
     assert "demo__echo" in seen["names"] and "harness_list" in seen["names"]
     assert seen["echo"] == "over http"
     listed = {name: row["run_id"] for name, row in daemon.harnesses().items()}

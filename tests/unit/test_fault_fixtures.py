@@ -333,8 +333,16 @@ def test_the_ok_http_upstream_works_with_the_official_sdk_client(tmp_path):
                     text = result.content[0].text  # type: ignore[union-attr]
                     return str(version), [t.name for t in tools.tools], text
 
-        assert anyio.run(session, "legacy") == ("2025-11-25", ["echo", "sleep"], "over http (legacy)")
-        assert anyio.run(session, "auto") == ("2026-07-28", ["echo", "sleep"], "over http (auto)")
+        assert anyio.run(session, "legacy") == (
+            "2025-11-25",
+            ["echo", "sleep", "progress", "ask"],
+            "over http (legacy)",
+        )
+        assert anyio.run(session, "auto") == (
+            "2026-07-28",
+            ["echo", "sleep", "progress", "ask"],
+            "over http (auto)",
+        )
         assert read_jsonl(record) == [{"method": "tools/call", "name": "echo"}] * 2
         assert stop(proc) == 0
 

@@ -39,13 +39,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.gateway.downstream import modern_era
 from harness.gateway.downstream.http_wire import (
     MAX_HEAD,
+    ClientGone,
     HttpRefusal,
     Request,
     answers,
     drain,
     json_array,
+    next_line,
     read_request,
     respond,
     respond_refusal,
@@ -122,6 +125,11 @@ class HttpSession:
             self._by_token.setdefault(token, exchange)
         return exchange
 
+    @property
+    def busy(self) -> bool:
+        """A request of this session is still being answered (a listen stream stays open)."""
+        return bool(self._by_id)
+
     def close_exchange(self, exchange: _Exchange) -> None:
         """Forget an exchange (answered, or its client went away)."""
         for table in (self._by_id, self._by_token):
@@ -146,6 +154,12 @@ class HttpSession:
             return
         if is_answer and (exchange := self._by_id.pop(request_id, None)) is not None:
             exchange.put(line, answer_to=request_id)
+            return
+        params = message.get("params") if isinstance(message, dict) else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        listen_id = meta.get(modern_era.SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None
+        if listen_id is not None and (exchange := self._by_id.get(listen_id)) is not None:
+            exchange.put(line)  # a 2026-07-28 listen stream is its request's response stream
             return
         if isinstance(message, dict) and message.get("method") == "notifications/progress":
             params = message.get("params")
@@ -174,6 +188,15 @@ class HttpSession:
             exchange.lines.put_nowait(None)
 
 
+def _modern(message: Any) -> bool:
+    """A request or notification in the 2026-07-28 era (its params carry the envelope)."""
+    return (
+        isinstance(message, dict)
+        and message.get("method") != "initialize"
+        and modern_era.has_envelope(message.get("params"))
+    )
+
+
 class HttpEndpoint:
     """Serves ``/mcp`` on one loopback address."""
 
@@ -188,6 +211,8 @@ class HttpEndpoint:
         self._new_session = new_session
         self._identities = identities
         self.sessions: dict[str, HttpSession] = {}
+        self._modern: dict[str, HttpSession] = {}
+        """Each token's 2026-07-28 session (that era has no session ids; its state is the token's)."""
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[Any]] = set()
         names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
@@ -272,7 +297,7 @@ class HttpEndpoint:
         if request.method not in ("POST", "GET", "DELETE"):
             raise HttpRefusal(405, f"method {request.method} is not allowed", {"Allow": "POST, GET, DELETE"})
         version = request.headers.get("mcp-protocol-version")
-        if version is not None and version not in HANDSHAKE_VERSIONS:
+        if version is not None and version not in HANDSHAKE_VERSIONS + modern_era.MODERN_VERSIONS:
             raise HttpRefusal(400, f"unsupported MCP-Protocol-Version {version!r}")
 
     def _token(self, request: Request) -> str:
@@ -293,7 +318,7 @@ class HttpEndpoint:
         identities = self._identities()
         stale = time.monotonic() - SESSION_IDLE_S
         for session in list(self.sessions.values()):
-            idle = session.last_used < stale and session.standalone is None
+            idle = session.last_used < stale and session.standalone is None and not session.busy
             if session.token not in identities or idle:
                 session.end("its harness exited" if session.token not in identities else "idle")
                 del self.sessions[session.id]
@@ -326,16 +351,14 @@ class HttpEndpoint:
             body = jsonrpc.error(None, jsonrpc.PARSE_ERROR, f"parse error: {exc.reason}")
             await respond(writer, 400, body, {"Content-Type": "application/json"})
             return True
+        if not request.headers.get("mcp-session-id") and _modern(message):
+            return await self._post_modern(request, token, message, reader, writer)
         messages = message if isinstance(message, list) else [message]
         opens = any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
         if opens:
-            self._prune()
             if request.headers.get("mcp-session-id"):
                 raise HttpRefusal(400, "initialize opens a new session: send it without Mcp-Session-Id")
-            if sum(1 for s in self.sessions.values() if s.token == token) >= MAX_SESSIONS_PER_TOKEN:
-                raise HttpRefusal(429, f"{MAX_SESSIONS_PER_TOKEN} sessions are open with this token; end one")
-            session = HttpSession(token, self._new_session)
-            self.sessions[session.id] = session
+            session = self._open(token)
         else:
             session = self._session(request, token)
         exchange = session.open_exchange(messages)
@@ -358,6 +381,54 @@ class HttpEndpoint:
             return True
         return await self._answer(session, exchange, isinstance(message, list), headers, reader, writer)
 
+    def _open(self, token: str) -> HttpSession:
+        """A new session for ``token`` (at most MAX_SESSIONS_PER_TOKEN open at once)."""
+        self._prune()
+        if sum(1 for s in self.sessions.values() if s.token == token) >= MAX_SESSIONS_PER_TOKEN:
+            raise HttpRefusal(429, f"{MAX_SESSIONS_PER_TOKEN} sessions are open with this token; end one")
+        session = HttpSession(token, self._new_session)
+        self.sessions[session.id] = session
+        return session
+
+    async def _post_modern(
+        self,
+        request: Request,
+        token: str,
+        message: dict[str, Any],
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> bool:
+        """A 2026-07-28 request: no session id; the token's one 2026-era session answers it (its
+        input_required states and listen streams live there). A notification is acknowledged and
+        dropped (this era has none from client to server over HTTP: closing a stream cancels)."""
+        json_type = {"Content-Type": "application/json"}
+        if "id" not in message:
+            await respond(writer, 202, b"", {})
+            return True
+        mismatch = modern_era.header_mismatch(request.headers, message)
+        if mismatch is not None:
+            body = jsonrpc.error(message["id"], modern_era.HEADER_MISMATCH, mismatch)
+            await respond(writer, 400, body.rstrip(b"\n"), json_type)
+            return True
+        session = self._modern.get(token)
+        if session is None or self.sessions.get(session.id) is not session:
+            session = self._modern[token] = self._open(token)
+        session.last_used = time.monotonic()
+        exchange = session.open_exchange([message])
+        session.current = exchange
+        try:
+            session.session.handle(message)
+        finally:
+            session.current = None
+        kept = await self._answer(session, exchange, False, {}, reader, writer, modern=True)
+        if not kept:  # the client closed the response stream: in this era that cancels the request
+            for request_id in list(exchange.ids):
+                cancel = {"requestId": request_id, "reason": "the client closed the response stream"}
+                session.session.handle(
+                    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}
+                )
+        return kept
+
     async def _answer(
         self,
         session: HttpSession,
@@ -366,14 +437,20 @@ class HttpEndpoint:
         headers: dict[str, str],
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
+        modern: bool = False,
     ) -> bool:
-        """A POST's answer: one JSON body, or an SSE stream."""
+        """A POST's answer: one JSON body, or an SSE stream (``modern``: a JSON error gets the HTTP
+        status the 2026-07-28 transport gives it)."""
         first: bytes | None = None
         if not exchange.tokens and not exchange.notified:
             # No progress token: one JSON body as soon as every answer is there (at once for
             # initialize, tools/list and refusals), unless something for the agent comes first (an
             # elicitation during the call): then a stream that starts with it.
-            first = await exchange.lines.get()
+            try:
+                first = await next_line(exchange.lines, reader)
+            except ClientGone:
+                session.close_exchange(exchange)
+                return False
             if not exchange.notified:
                 try:
                     lines = [] if first is None else [first, *await answers(exchange.lines)]
@@ -382,7 +459,8 @@ class HttpEndpoint:
                 if not lines:  # the session ended first
                     return False
                 body = lines[0].rstrip(b"\n") if not batch else json_array(lines)
-                await respond(writer, 200, body, {**headers, "Content-Type": "application/json"})
+                status = modern_era.http_status(body) if modern else 200
+                await respond(writer, status, body, {**headers, "Content-Type": "application/json"})
                 return True
         try:
             return await stream(writer, reader, exchange.lines, headers, first)

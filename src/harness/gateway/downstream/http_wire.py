@@ -147,6 +147,27 @@ async def stream(
         gone.cancel()
 
 
+class ClientGone(ConnectionError):
+    """The client closed the connection while it waited for an answer."""
+
+
+async def next_line(lines: asyncio.Queue[bytes | None], reader: asyncio.StreamReader) -> bytes | None:
+    """The next line (None: the end marker), or :class:`ClientGone` if the client goes away first."""
+    if not lines.empty():
+        return lines.get_nowait()
+    getter = asyncio.ensure_future(lines.get())
+    gone = asyncio.ensure_future(reader.read(1))  # a client sends nothing while it waits
+    try:
+        done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        if not getter.done():
+            getter.cancel()
+    if getter not in done:
+        raise ClientGone
+    return getter.result()
+
+
 async def answers(queue: asyncio.Queue[bytes | None]) -> list[bytes]:
     """Every line up to the end marker (a client that went away meanwhile is found at the write)."""
     out: list[bytes] = []

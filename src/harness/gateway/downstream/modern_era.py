@@ -14,6 +14,7 @@ handshake era's terms (upstreams are always spoken to in the handshake era).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -107,6 +108,16 @@ def read_envelope(request_id: Any, params: Any) -> Envelope | bytes:
         capabilities if isinstance(capabilities, dict) else {},
         info if isinstance(info, dict) else {},
     )
+
+
+def strip_envelope(params: dict[str, Any]) -> None:
+    """Take the envelope out of a request's params: it is this hop's, and an upstream spoken to in
+    the handshake era refuses a request that carries it."""
+    meta = params["_meta"]
+    for key in (PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY):
+        meta.pop(key, None)
+    if not meta:
+        del params["_meta"]
 
 
 def unsupported_version(request_id: Any, requested: Any, message: str) -> bytes:
@@ -267,3 +278,62 @@ class ModernWire:
         for state, entry in list(self.suspended.items()):
             if entry.call is call:
                 del self.suspended[state]
+
+
+HEADER_MISMATCH: Final = -32020
+NAMED_BY: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+"""Requests whose ``Mcp-Name`` header repeats a param, by method."""
+HTTP_STATUS_OF_ERROR: Final = {
+    jsonrpc.PARSE_ERROR: 400,
+    jsonrpc.INVALID_REQUEST: 400,
+    jsonrpc.INVALID_PARAMS: 400,
+    HEADER_MISMATCH: 400,
+    -32021: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+    jsonrpc.METHOD_NOT_FOUND: 404,
+}
+"""The HTTP status of a 2026-07-28 request answered with an error (200 for the rest)."""
+
+
+def header_mismatch(headers: Mapping[str, str], message: dict[str, Any]) -> str | None:
+    """Why a 2026-07-28 request's routing headers disagree with its body (None: they agree):
+    ``MCP-Protocol-Version`` repeats the envelope's version, ``Mcp-Method`` the method, and
+    ``Mcp-Name`` the tool or prompt name or resource URI."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
+    if headers.get("mcp-protocol-version") != version:
+        return "the MCP-Protocol-Version header does not match the request envelope's protocol version"
+    method = message.get("method")
+    if headers.get("mcp-method") != method:
+        return "the Mcp-Method header does not match the request's method"
+    key = NAMED_BY.get(method) if isinstance(method, str) else None
+    if (
+        key is not None
+        and isinstance(params, dict)
+        and _header_value(headers.get("mcp-name")) != params.get(key)
+    ):
+        return f"the Mcp-Name header does not match the request's params.{key}"
+    return None
+
+
+def _header_value(raw: str | None) -> str | None:
+    """A header value as sent: plain, or ``=?base64?<UTF-8 in base64>?=`` for what a header cannot hold."""
+    if raw is None or not (raw.startswith("=?base64?") and raw.endswith("?=")):
+        return raw
+    try:
+        return base64.b64decode(raw[9:-2], validate=True).decode()
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def http_status(line: bytes) -> int:
+    """The HTTP status for a 2026-07-28 request's one JSON answer."""
+    if b'"error"' not in line:
+        return 200
+    try:
+        error = json.loads(line).get("error")
+    except ValueError:
+        return 200
+    code = error.get("code") if isinstance(error, dict) else None
+    return HTTP_STATUS_OF_ERROR.get(code, 200) if type(code) is int else 200

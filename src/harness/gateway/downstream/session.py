@@ -307,6 +307,7 @@ class DownstreamSession:
             self.send = self.features.send = wire.send
             self._begin(envelope.version, envelope.client_info)
         self.features.client_capabilities = envelope.capabilities
+        modern_era.strip_envelope(params)
         if method in modern_era.CACHEABLE_METHODS:
             wire.cacheable.add(request_id)
         if method == "server/discover":

@@ -26,7 +26,7 @@ from harness.config import UpstreamConfig, resolve_upstream_headers
 from harness.gateway.wire import jsonrpc
 
 if TYPE_CHECKING:
-    from harness.gateway.upstream.transports import OnClosed, OnMessage
+    from harness.gateway.upstream.delivery import OnClosed, OnMessage
 
 log = logging.getLogger(__name__)
 

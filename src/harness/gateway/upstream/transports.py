@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from harness.config import UpstreamConfig, resolve_upstream_env
 from harness.gateway.processes import BoundedLog, minimal_env, signal_group, stop_group
+from harness.gateway.upstream.delivery import OnClosed, OnMessage
 from harness.gateway.upstream.http_client import HttpUpstream
 from harness.gateway.wire import jsonrpc
 from harness.gateway.wire.outbox import OUTBOX
@@ -30,16 +31,6 @@ STDERR_TAIL_BYTES = 2048
 
 EXIT_DRAIN_S = 0.1
 """After an upstream exits, how long its pipes may take to drain before the exit is reported."""
-
-
-class OnMessage(Protocol):
-    """Where a transport delivers each message (``related``: the id of the request whose response
-    stream carried it, when the transport knows one)."""
-
-    def __call__(self, message: dict[str, Any], related: int | None = None) -> None: ...
-
-
-OnClosed = Callable[[int | None, str], None]
 
 
 def exit_reason(code: int | None, stderr_tail: bytes) -> str:
