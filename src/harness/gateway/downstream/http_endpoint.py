@@ -18,7 +18,8 @@ Checks, in this order (the answer to the first that fails):
 ``Origin`` present and not loopback         403 (a browser page on another origin)
 no ``Authorization: Bearer <token>``        401, ``WWW-Authenticate: Bearer``
 a token no running harness holds            401
-no ``Mcp-Session-Id`` (not ``initialize``)  400
+no ``Mcp-Session-Id`` (not ``initialize``,  400
+nor a 2026-07-28 request)
 an unknown or ended session id              404 (the client starts a new session)
 the session was opened with another token   403
 ==========================================  =====================================================
