@@ -164,6 +164,15 @@ def _daemon(report: Report, paths: StatePaths, config: Config | None) -> dict[st
     )
     upstreams: dict[str, dict[str, Any]] = status.get("upstreams", {})
     for name, u in upstreams.items():
+        instances: dict[str, dict[str, Any]] = u.get("instances", {})
+        if u["state"] == "unshared":  # shared = false: its running instances say how it is
+            down = sorted(h for h, i in instances.items() if i["state"] != "up" or i["breaker"] != "closed")
+            text = f"upstream {name}: unshared, {len(instances)} instances running, {u['tools']} tools"
+            if down:
+                report.add("daemon", "problem", f"{text}; not up or breaker open for {', '.join(down)}")
+            else:
+                report.add("daemon", "ok", text)
+            continue
         text = f"upstream {name}: {u['state']}, breaker {u['breaker']}, {u['tools']} tools"
         if u["state"] != "up" or u["breaker"] != "closed":
             report.add("daemon", "problem", f"{text} (`harness logs {name}` shows its stderr)")
