@@ -53,13 +53,15 @@ def start_upstream(*extra: str) -> tuple[subprocess.Popen[bytes], int]:
     return proc, int(line.split()[1])
 
 
-async def measure(url: str, tool: str, headers: dict[str, str], n: int, warmup: int) -> dict[str, float]:
+async def measure(
+    url: str, tool: str, headers: dict[str, str], n: int, warmup: int, era: str
+) -> dict[str, float]:
     if url.startswith("stdio:"):
         params = StdioServerParameters(command=sys.executable, args=["-m", "harness", "mcp"], env=headers)
         async with Client(params, mode="legacy") as client:
             return await timed(client, tool, n, warmup)
     http = httpx2.AsyncClient(headers=headers)
-    async with http, Client(streamable_http_client(url, http_client=http)) as client:
+    async with http, Client(streamable_http_client(url, http_client=http), mode=era) as client:
         return await timed(client, tool, n, warmup)
 
 
@@ -88,6 +90,13 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=500, help="sequential calls per path per round")
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--sse", action="store_true", help="the upstream answers POSTs with SSE (default: JSON)")
+    ap.add_argument(
+        "--era",
+        choices=["auto", "legacy"],
+        default="auto",
+        help="the HTTP clients' mode: auto speaks 2026-07-28 to both the upstream and the endpoint, "
+        "legacy 2025-11-25 (the bridge client is always legacy) (%(default)s)",
+    )
     a = ap.parse_args()
     upstream, port = start_upstream(*(() if a.sse else ("--json-response",)))
     listen = free_port()
@@ -113,7 +122,7 @@ def main() -> None:
                 for path in order:
                     url, tool, headers = paths[path]
                     cpu0 = sum(dproc.cpu_times()[:2])
-                    got = anyio.run(measure, url, tool, headers, a.n, a.warmup)
+                    got = anyio.run(measure, url, tool, headers, a.n, a.warmup, a.era)
                     if path != "direct":
                         cpu = (sum(dproc.cpu_times()[:2]) - cpu0) / (a.n + a.warmup) * 1e6
                         cpu_per_call.setdefault(path, []).append(cpu)
