@@ -4,6 +4,7 @@ started on its first call and stopped when the harness exits; the tool list is t
 from __future__ import annotations
 
 import json
+import time
 
 import psutil
 import pytest
@@ -66,3 +67,19 @@ def test_two_harnesses_get_two_instances_in_their_workdirs_that_stop_with_them(s
     assert len(again.events("upstream.started")) == 3  # the kept catalogue: no second probe
     tools = json.loads(again.harness_cli("tools", "--harness", "a", "--json").stdout)
     assert any(t["name"] == "solo__echo" for t in tools["tools"])
+
+
+def test_a_daemon_stopped_while_it_stops_a_harness_instance_exits_at_once(start_daemon, tmp_path):
+    (tmp_path / "a").mkdir()
+    steps = [{"op": "call", "name": "solo__echo", "arguments": {"text": "a"}}]
+    argv = probe_argv(tmp_path / "a.json", "--steps", json.dumps(steps))
+    config = (
+        f"[mcp.solo]\nargv = {toml_list(DEMO_UPSTREAM)}\nshared = false\n\n"
+        f'[mcp_policy.p]\nservers = ["solo"]\n\n'
+        f'[harness.a]\nargv = {toml_list(argv)}\nworkdir = "{tmp_path / "a"}"\nmcp_policy = "p"\n\n'
+    )
+    daemon = start_daemon(config)
+    read_out(tmp_path / "a.json")  # the harness called and is exiting: its instance is being stopped
+    started = time.monotonic()
+    assert daemon.stop(timeout=20) == 0
+    assert time.monotonic() - started < 5

@@ -46,6 +46,8 @@ class UnsharedUpstreams:
         self._workdir = workdir
         self.instances: dict[tuple[str, str], SupervisedUpstream] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._stopping: set[asyncio.Future[Any]] = set()
+        """Stops under way: a caller's cancellation (the daemon stopping) does not interrupt them."""
 
     def link(self, config: UpstreamConfig, harness: str | None) -> UpstreamLink | None:
         """The harness's own instance's wire, started now if it has none (None: no harness)."""
@@ -54,7 +56,7 @@ class UnsharedUpstreams:
         key = (config.key, harness)
         instance = self.instances.get(key)
         if instance is not None and instance.config != config:  # a reload changed the table
-            self._spawn(self._stop(instance))
+            self._begin_stop([instance])
             instance = None
         if instance is None:
             instance = self.instances[key] = self._make(config, self._workdir(harness), label(*key))
@@ -68,7 +70,7 @@ class UnsharedUpstreams:
         try:
             await instance.start()
         finally:
-            await self._stop(instance)
+            await asyncio.shield(self._begin_stop([instance]))
 
     async def stop_harness(self, harness: str) -> None:
         """Stop every instance of a harness (it exited, or is being stopped)."""
@@ -79,14 +81,26 @@ class UnsharedUpstreams:
         await self._stop_where(lambda key: key[0] == upstream)
 
     async def stop_all(self) -> None:
-        """Stop every instance (daemon shutdown)."""
+        """Stop every instance (daemon shutdown), and wait for the stops already under way."""
         await self._stop_where(lambda _key: True)
+        await asyncio.gather(*list(self._stopping), return_exceptions=True)
         for task in list(self._tasks):
             task.cancel()
 
     async def _stop_where(self, chosen: Callable[[tuple[str, str]], bool]) -> None:
         going = [self.instances.pop(key) for key in list(self.instances) if chosen(key)]
-        await asyncio.gather(*(self._stop(instance) for instance in going), return_exceptions=True)
+        await asyncio.shield(self._begin_stop(going))
+
+    def _begin_stop(self, going: list[SupervisedUpstream]) -> asyncio.Future[Any]:
+        """Stop instances in a future of their own: cancelling whoever waits for it (a harness-exit
+        task the stopping daemon cancels) would otherwise leave a process and its actors running,
+        and the daemon's exit waiting on them; :meth:`stop_all` waits for it instead."""
+        stopping = asyncio.ensure_future(
+            asyncio.gather(*(self._stop(instance) for instance in going), return_exceptions=True)
+        )
+        self._stopping.add(stopping)
+        stopping.add_done_callback(self._stopping.discard)
+        return stopping
 
     def of(self, upstream: str) -> dict[str, SupervisedUpstream]:
         """The running instances of one upstream (by key), by harness."""
