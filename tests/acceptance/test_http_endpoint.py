@@ -152,3 +152,18 @@ def test_no_token_foreign_host_or_origin_and_another_tokens_session_are_refused(
         assert response.status == 200
     assert _post(url, listing, {**bearer_a, "Mcp-Session-Id": session})[0] == 404  # ended
     assert daemon.proc.poll() is None
+
+
+def test_past_sixteen_sessions_of_a_token_the_least_recently_used_idle_one_makes_room(start_daemon):
+    port = free_port()
+    daemon = start_daemon(_config(port))
+    url = f"http://127.0.0.1:{port}/mcp"
+    bearer = {"Authorization": f"Bearer {_tokens(daemon)['a']}"}
+    opened = [_post(url, INITIALIZE, bearer)[1]["Mcp-Session-Id"] for _ in range(16)]
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    assert _post(url, listing, {**bearer, "Mcp-Session-Id": opened[0]})[0] == 200  # now the newest use
+    status, headers, _ = _post(url, INITIALIZE, bearer)  # a 17th: the idle session used longest ago ends
+    assert status == 200
+    assert _post(url, listing, {**bearer, "Mcp-Session-Id": opened[1]})[0] == 404
+    for kept in [opened[0], *opened[2:], headers["Mcp-Session-Id"]]:
+        assert _post(url, listing, {**bearer, "Mcp-Session-Id": kept})[0] == 200

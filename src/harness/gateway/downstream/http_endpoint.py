@@ -383,10 +383,21 @@ class HttpEndpoint:
         return await self._answer(session, exchange, isinstance(message, list), headers, reader, writer)
 
     def _open(self, token: str) -> HttpSession:
-        """A new session for ``token`` (at most MAX_SESSIONS_PER_TOKEN open at once)."""
+        """A new session for ``token``. At most MAX_SESSIONS_PER_TOKEN are open at once: past that the
+        least recently used one that is idle (no request being answered, no GET stream, not the
+        token's 2026-era session) is ended for it, as a client that reconnects without a DELETE
+        expects; 429 when every one is busy."""
         self._prune()
-        if sum(1 for s in self.sessions.values() if s.token == token) >= MAX_SESSIONS_PER_TOKEN:
-            raise HttpRefusal(429, f"{MAX_SESSIONS_PER_TOKEN} sessions are open with this token; end one")
+        mine = [s for s in self.sessions.values() if s.token == token]
+        if len(mine) >= MAX_SESSIONS_PER_TOKEN:
+            modern = self._modern.get(token)
+            idle = [s for s in mine if not s.busy and s.standalone is None and s is not modern]
+            if not idle:
+                detail = f"{MAX_SESSIONS_PER_TOKEN} sessions of this token are busy; end one"
+                raise HttpRefusal(429, detail)
+            oldest = min(idle, key=lambda s: s.last_used)
+            oldest.end(f"replaced: its token opened more than {MAX_SESSIONS_PER_TOKEN} sessions")
+            del self.sessions[oldest.id]
         session = HttpSession(token, self._new_session)
         self.sessions[session.id] = session
         return session
