@@ -5,7 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -17,6 +20,17 @@ from support import PY, clean_env, wait_until
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]  # about 8 s each: the agents pause between calls
 
 CALL_LINE = re.compile(r"^  \S+Z\s+(alice|bob)\s+demo__(echo|add)\s+ok\b")
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A short temporary folder: the demo's control socket lives under it, and pytest's own (longer
+    under pytest-xdist) can pass the OS's limit on a socket path."""
+    short = Path(tempfile.mkdtemp(prefix="hd-", dir="/tmp"))
+    try:
+        yield short
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
 
 
 def demo(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
