@@ -11,21 +11,12 @@ import pytest
 
 from harness.config import UpstreamConfig
 from harness.gateway.upstream.http_client import HttpUpstream
-from support import await_until, http_upstream
+from support import INITIALIZE, await_until, http_upstream
 
 pytestmark = pytest.mark.slow
 
 WAIT = 10.0
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
+INITIALIZE = {**INITIALIZE, "params": {**INITIALIZE["params"], "capabilities": {"elicitation": {}}}}
 
 
 class Received:
