@@ -65,8 +65,8 @@ def test_m15_status_shows_each_upstreams_state_breaker_and_calls_in_flight(daemo
     table = daemon.cli("status").stdout.splitlines()
     header = next(line for line in table if line.startswith("UPSTREAM"))
     assert all(word in header for word in ("STATE", "PID", "IN-FLIGHT", "BREAKER"))
-    row = next(line for line in table if line.startswith("up "))
-    assert row.split()[1] == "up" and row.split()[-1] == "closed"
+    row = next(line for line in table if line.startswith("up ")).split()
+    assert row[1] == "up" and row[header.split().index("BREAKER")] == "closed"
 
 
 def test_m1_a_requested_restart_closes_stdin_first_and_is_not_counted_as_a_crash(daemon):
