@@ -1,21 +1,34 @@
-"""``harness mcp``: the stdio bridge an agent CLI launches. Standard library only; copies bytes.
+"""``harness mcp``: the stdio bridge an agent CLI launches. Standard library only.
 
-It connects to the daemon's control socket (``HARNESS_SOCKET``), sends one preamble line with the
-bridge protocol version and ``HARNESS_MCP_TOKEN``, then relays stdin → socket and socket → stdout
-unchanged until either side ends. A daemon that refuses the session (the socket is full, a bad
-preamble) answers one line ``{"harness_error": "…"}`` first: the bridge prints it on stderr, never
-on the agent's stdout, and exits 1.
+It connects to the daemon's control socket (``HARNESS_SOCKET``) and sends one preamble line with the
+bridge protocol version and ``HARNESS_MCP_TOKEN``. Bridge protocol 2 then steps out of the data path:
+when stdin and stdout are pipes or sockets (not a terminal, not a file) it offers them
+(``"fds": true``); a daemon that answers ``{"harness_fds": "send"}`` gets both descriptors over the
+socket (``SCM_RIGHTS``) and from then on reads and writes the agent's pipes itself, while the bridge
+closes its copies and only waits for the daemon's ``{"harness_exit": N}`` line (or the socket's end:
+the daemon died, and the agent's pipes, which only the daemon held, gave the agent EOF at once).
+Otherwise (``{"harness_fds": "copy"}``, ``HARNESS_BRIDGE_COPY=1``, an older daemon that speaks only
+protocol 1) the bridge relays stdin → socket and socket → stdout unchanged until either side ends.
+A daemon that refuses the session (the socket is full, a bad preamble) answers one line
+``{"harness_error": "…"}`` first: the bridge prints it on stderr, never on the agent's stdout, and
+exits 1.
 """
 
 from __future__ import annotations
 
+import array
 import json
 import os
 import socket
+import stat
 import sys
 import threading
 
-BRIDGE_PROTOCOL = 1
+BRIDGE_PROTOCOL = 2
+COPYING_PROTOCOL = 1
+"""What the bridge speaks to a daemon that refuses protocol 2: copying, no first line."""
+COPY_ENV = "HARNESS_BRIDGE_COPY"
+"""Set to 1: never pass the descriptors (the bridge copies bytes)."""
 CHUNK = 1 << 16
 REFUSAL = b'{"harness_error"'
 MAX_REFUSAL_BYTES = 1 << 16
@@ -79,26 +92,104 @@ def _pump_from_stdin(sock: socket.socket, stdin_closed: threading.Event) -> None
         pass
 
 
-def run(state_dir: str | None = None) -> int:
-    """Relay until the daemon closes the connection (after stdin closed, or on its own)."""
-    path = _socket_path(state_dir)
+def _passable(fds: tuple[int, int]) -> bool:
+    """Whether stdin and stdout can be handed to the daemon: pipes or sockets, on a system with
+    ``SCM_RIGHTS``, not turned off by ``HARNESS_BRIDGE_COPY=1``."""
+    if os.environ.get(COPY_ENV) == "1" or not hasattr(socket, "SCM_RIGHTS"):
+        return False
+    try:
+        modes = [os.fstat(fd).st_mode for fd in fds]
+    except OSError:
+        return False
+    return all(stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) for mode in modes) and not any(map(os.isatty, fds))
+
+
+def _connect(path: str, version: int, offer: bool) -> socket.socket | str:
+    """A connection with its preamble sent, or why there is none."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(path)
     except OSError as exc:
-        print(
-            f"harness mcp: no Harness daemon is listening at {path} ({exc.strerror or exc})", file=sys.stderr
-        )
-        return 1
-    preamble = {
-        "harness_bridge": BRIDGE_PROTOCOL,
+        sock.close()
+        return f"no Harness daemon is listening at {path} ({exc.strerror or exc})"
+    preamble: dict[str, object] = {
+        "harness_bridge": version,
         "kind": "mcp",
         "token": os.environ.get("HARNESS_MCP_TOKEN", ""),
     }
+    if version >= BRIDGE_PROTOCOL:
+        preamble["fds"] = offer
     try:
         sock.sendall(json.dumps(preamble).encode() + b"\n")
     except OSError:
         pass  # a refusal may have closed the connection already: its line is still to be read
+    return sock
+
+
+def _first_line(sock: socket.socket) -> bytes:
+    """The daemon's first line, read a byte at a time (nothing after it may be consumed here)."""
+    line = b""
+    while len(line) <= MAX_REFUSAL_BYTES and not line.endswith(b"\n"):
+        try:
+            byte = sock.recv(1)
+        except OSError:
+            break
+        if not byte:
+            break
+        line += byte
+    return line
+
+
+def _hand_over(sock: socket.socket, fds: tuple[int, int]) -> int:
+    """Pass stdin and stdout to the daemon, let go of them, and wait for the session's end."""
+    sock.sendmsg([b"F"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in fds:
+        os.dup2(null, fd)  # this process's copies are gone: only the daemon holds the agent's pipes
+    os.close(null)
+    ending = _first_line(sock)
+    sock.close()
+    try:
+        status = json.loads(ending)["harness_exit"]
+    except (ValueError, KeyError, TypeError):
+        print("harness mcp: the daemon closed the connection", file=sys.stderr)
+        return 1
+    return status if type(status) is int else 1
+
+
+def run(state_dir: str | None = None) -> int:
+    """Serve one MCP session: hand the agent's pipes to the daemon, or relay until the daemon closes
+    the connection (after stdin closed, or on its own)."""
+    path = _socket_path(state_dir)
+    try:
+        fds: tuple[int, int] | None = (sys.stdin.fileno(), sys.stdout.fileno())
+    except (OSError, ValueError):  # no real descriptors (an embedding that replaced sys.stdin)
+        fds = None
+    connected = _connect(path, BRIDGE_PROTOCOL, fds is not None and _passable(fds))
+    if isinstance(connected, str):
+        print(f"harness mcp: {connected}", file=sys.stderr)
+        return 1
+    sock = connected
+    first = _first_line(sock)
+    if first.startswith(b'{"harness_error"') and b"bridge protocol" in first:
+        sock.close()  # a daemon that speaks only protocol 1: copy
+        connected = _connect(path, COPYING_PROTOCOL, False)
+        if isinstance(connected, str):
+            print(f"harness mcp: {connected}", file=sys.stderr)
+            return 1
+        sock = connected
+    elif first.startswith(b'{"harness_fds"'):
+        if json.loads(first).get("harness_fds") == "send" and fds is not None:
+            return _hand_over(sock, fds)
+    elif first:
+        sock.close()
+        print(f"harness mcp: the daemon refused the session: {_refusal(first)}", file=sys.stderr)
+        return 1
+    return _relay(sock)
+
+
+def _relay(sock: socket.socket) -> int:
+    """Copy stdin → socket and socket → stdout until the daemon closes the connection."""
     stdin_closed = threading.Event()
     threading.Thread(target=_pump_from_stdin, args=(sock, stdin_closed), daemon=True).start()
     refusal = _pump_to_stdout(sock)

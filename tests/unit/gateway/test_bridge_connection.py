@@ -88,7 +88,8 @@ def test_a_message_past_the_16_mib_limit_is_still_refused_after_the_preamble():
         (b'{"harness_bridge": 1.0}', "must be an integer"),
         (b'{"harness_bridge": true}', "must be an integer"),
         (b'{"harness_bridge": "1"}', "must be an integer"),
-        (b'{"harness_bridge": 2}', "bridge protocol 2 is not supported"),
+        (b'{"harness_bridge": 3}', "bridge protocol 3 is not supported"),
+        (b'{"harness_bridge": 2, "fds": "yes"}', "fds must be true or false"),
         (b'{"harness_bridge": 1, "kind": "weird"}', 'kind must be "mcp" or "control"'),
         (b'{"harness_bridge": 1, "kind": ["mcp"]}', 'kind must be "mcp" or "control"'),
         (b'{"harness_bridge": 1, "token": 7}', "token must be a string"),
@@ -113,6 +114,21 @@ def test_a_good_preamble_reads_as_its_parts():
     assert (pre.version, pre.kind, pre.command, pre.args, pre.token) == (1, "control", "list", {}, "t")
     assert parse_preamble(b'{"harness_bridge": 1}').kind == "mcp"  # kind defaults to mcp
     assert parse_preamble(b'{"harness_bridge": 1, "token": ""}').token is None
+
+
+def test_a_protocol_2_bridge_that_offers_no_descriptors_is_told_to_copy_first():
+    assert parse_preamble(b'{"harness_bridge": 2, "fds": true}').fds is True
+    assert parse_preamble(b'{"harness_bridge": 1, "fds": true}').fds is False  # protocol 1 never passes
+
+    async def scenario() -> tuple[FakeDoor, bytes]:
+        door = FakeDoor()
+        connection, transport = connect(door)
+        connection.data_received(b'{"harness_bridge": 2, "fds": false}\n' + _big_initialize())
+        return door, transport.written
+
+    door, written = run(scenario())
+    assert written.startswith(b'{"harness_fds":"copy"}\n')  # before any answer of the session's
+    assert [m["method"] for m in door.messages] == ["initialize"]
 
 
 @pytest.mark.parametrize("line", [b'{"harness_bridge": [1]}\n', b'{"harness_bridge": 1, "kind": "weird"}\n'])

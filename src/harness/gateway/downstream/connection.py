@@ -3,7 +3,9 @@ answer.
 
 Every connection opens with one preamble line (at most 4096 bytes, within 5 s), a JSON object with
 ``"harness_bridge": <version>``: ``{"harness_bridge": 1, "kind": "mcp", "token": "…"}`` for an MCP
-session (the rest of the stream is newline-delimited JSON-RPC), or ``{"harness_bridge": 1, "kind":
+session (the rest of the stream is newline-delimited JSON-RPC; with protocol 2 the daemon first
+answers ``{"harness_fds": "send"}`` and then serves the agent's own pipes, which the bridge passes
+over the socket, or ``{"harness_fds": "copy"}``: ``agent_pipes.py``), or ``{"harness_bridge": 1, "kind":
 "control", "command": "list", "args": {}, "token": "…"}`` for one control request. A refused
 connection gets one line ``{"harness_error": "<reason>"}`` and is closed. Who the peer is, what it may
 do and how many connections it may hold are the :class:`Door`'s business (``control_socket.py``);
@@ -15,12 +17,15 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.events import SessionOpened
+from harness.gateway.downstream.agent_pipes import FD_COUNT, AgentPipes, received_fds
 from harness.gateway.downstream.session import DownstreamSession
 from harness.gateway.wire import jsonrpc
 from harness.gateway.wire.outbox import OUTBOX
@@ -28,7 +33,12 @@ from harness.rules.access import PeerOrigin
 
 log = logging.getLogger(__name__)
 
-BRIDGE_PROTOCOL_VERSIONS = frozenset({1})
+BRIDGE_PROTOCOL_VERSIONS = frozenset({1, 2})
+"""1: the bridge copies bytes. 2: the daemon answers a first line, ``{"harness_fds": "send"}`` (the
+bridge offered its stdin and stdout, and passes them next) or ``{"harness_fds": "copy"}``."""
+PASSES_FDS = 2
+FDS_TIMEOUT_S = 5.0
+"""How long a bridge told to send its descriptors may take."""
 MAX_PREAMBLE_BYTES = 4096
 MAX_MESSAGE_BYTES = 16 << 20
 KINDS = ("mcp", "control")
@@ -50,6 +60,8 @@ class Preamble:
     token: str | None
     command: str = ""
     args: dict[str, Any] | None = None
+    fds: bool = False
+    """The bridge offers its stdin and stdout (protocol 2)."""
 
 
 def parse_preamble(line: bytes) -> Preamble:
@@ -75,7 +87,10 @@ def parse_preamble(line: bytes) -> Preamble:
     if token is not None and not isinstance(token, str):
         raise PreambleError(f"the preamble's token must be a string, not {_short(token)}")
     if kind == "mcp":
-        return Preamble(version, kind, token or None)
+        fds = pre.get("fds", False)
+        if not isinstance(fds, bool):
+            raise PreambleError(f"the preamble's fds must be true or false, not {_short(fds)}")
+        return Preamble(version, kind, token or None, fds=fds and version >= PASSES_FDS)
     command, args = pre.get("command"), pre.get("args", {})
     if not isinstance(command, str) or not command:
         raise PreambleError("a control preamble needs a command (a string)")
@@ -130,6 +145,10 @@ class BridgeConnection(asyncio.Protocol):
         self.session: DownstreamSession | None = None
         self._handle: Callable[[Any], None] | None = None
         self._control_task: asyncio.Task[None] | None = None
+        self._pipes: AgentPipes | None = None
+        """The agent's own stdin and stdout, once its bridge passed them (then the socket only tells
+        that the bridge is still there)."""
+        self._fd_socket: socket.socket | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -149,6 +168,8 @@ class BridgeConnection(asyncio.Protocol):
             OUTBOX.write(transport, data)
 
     def data_received(self, data: bytes) -> None:
+        if self._pipes is not None:
+            return  # the agent speaks on its own pipes now; the bridge has nothing more to say
         with OUTBOX:
             if self._buffer is None:
                 data = self._before_preamble(data)
@@ -191,10 +212,106 @@ class BridgeConnection(asyncio.Protocol):
                 self._answer_control(origin, pre.token, pre.command, pre.args or {})
             )
             return
+        if pre.version >= PASSES_FDS:
+            if pre.fds and self._expect_fds(pre):
+                return
+            self._send(b'{"harness_fds":"copy"}\n')
         session = self._door.open_session(origin, pre.token, self._send, pre.version)
         self.session = session
         self._buffer = jsonrpc.LineBuffer(MAX_MESSAGE_BYTES)
         self._handle = session.handle
+
+    # ---------------------------------------------------------------- descriptor passing
+
+    def _expect_fds(self, pre: Preamble) -> bool:
+        """Ask the bridge for its stdin and stdout and wait for them on a handle of our own (the
+        transport must not read the message: a plain read would drop the descriptors)."""
+        transport = self._transport
+        raw = transport.get_extra_info("socket") if transport is not None else None
+        if transport is None or raw is None or not hasattr(socket, "SCM_RIGHTS"):
+            return False
+        transport.pause_reading()
+        self._fd_socket = socket.socket(fileno=os.dup(raw.fileno()))
+        self._fd_socket.setblocking(False)
+        transport.write(b'{"harness_fds":"send"}\n')
+        loop = asyncio.get_running_loop()
+        loop.add_reader(self._fd_socket.fileno(), self._fds_arrived, pre)
+        self._deadline = loop.call_later(FDS_TIMEOUT_S, self._fds_late)
+        return True
+
+    def _fds_arrived(self, pre: Preamble) -> None:
+        sock = self._fd_socket
+        assert sock is not None
+        try:
+            data, fds = received_fds(sock)
+        except BlockingIOError:
+            return
+        except OSError:
+            data, fds = b"", []
+        self._drop_fd_socket()
+        if len(fds) != FD_COUNT or not data:
+            for fd in fds:
+                os.close(fd)
+            self._abort(f"the bridge sent {len(fds)} descriptors, not its stdin and stdout", "descriptors")
+            return
+        task = asyncio.ensure_future(self._take_pipes(pre, fds[0], fds[1]))
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+    def _fds_late(self) -> None:
+        self._deadline = None
+        if self._fd_socket is not None:
+            self._drop_fd_socket()
+            self._abort(f"no descriptors within {FDS_TIMEOUT_S:g}s", "descriptors")
+
+    def _drop_fd_socket(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        sock, self._fd_socket = self._fd_socket, None
+        if sock is not None:
+            asyncio.get_running_loop().remove_reader(sock.fileno())
+            sock.close()
+
+    async def _take_pipes(self, pre: Preamble, stdin: int, stdout: int) -> None:
+        """Serve the session on the agent's own pipes; the socket stays open only to learn that the
+        bridge is gone (its end ends the session) and to tell it the session's end."""
+        origin, pipes = self._origin, AgentPipes()
+        try:
+            await pipes.open_output(stdout)
+        except (OSError, ValueError) as exc:
+            os.close(stdin)
+            self._abort(f"the agent's stdout cannot be written: {exc}", "descriptors")
+            return
+        if self._transport is None or origin is None:  # the bridge went away meanwhile
+            pipes.close()
+            os.close(stdin)
+            return
+        self._pipes = pipes
+        session = self._door.open_session(origin, pre.token, pipes.send, pre.version)
+        self.session = session
+        self._buffer = jsonrpc.LineBuffer(MAX_MESSAGE_BYTES)
+        self._handle = session.handle
+        try:
+            await pipes.open_input(stdin, self._received, self._agent_ended)
+        except (OSError, ValueError) as exc:
+            self._abort(f"the agent's stdin cannot be read: {exc}", "descriptors")
+            return
+        if self._transport is not None:
+            self._transport.resume_reading()
+
+    def _agent_ended(self) -> None:
+        """The agent closed its stdin: the session is over; the bridge exits 0."""
+        transport = self._transport
+        if transport is not None and not transport.is_closing():
+            transport.write(b'{"harness_exit":0}\n')
+            transport.close()
+        self._end_pipes()
+
+    def _end_pipes(self) -> None:
+        if self.session is not None:
+            self.session.close("disconnected")
+        if self._pipes is not None:
+            self._pipes.close()
 
     def _received(self, data: bytes) -> None:
         assert self._buffer is not None
@@ -253,11 +370,12 @@ class BridgeConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
+        if self._fd_socket is not None:
+            self._drop_fd_socket()
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
-        if self.session is not None:
-            self.session.close("disconnected")
+        self._end_pipes()
         if self._origin is not None:
             self._door.release(self._origin)
             self._origin = None
