@@ -7,8 +7,12 @@ against the same upstream (``<shared>/upstream_echo.py``, tool ``echo``):
 * ``gateway`` - driver -> ``harness mcp`` -> daemon -> upstream_echo.py. A fresh daemon (temp state dir
   and config) is started per measurement; the driver runs as the daemon's only harness, so it gets a
   real token and policy, and calls ``up__echo``. The daemon is stopped with SIGTERM afterwards.
-* ``relay2``  - driver -> raw_relay.py (byte copy) -> raw_relay.py --parse (decode, rewrite id and
-  ``up__`` prefix, re-encode) -> upstream_echo.py. The floor for a two-hop path like bridge + daemon.
+* ``gateway-copy`` - the same with descriptor passing off (``HARNESS_BRIDGE_COPY=1``): the bridge
+  copies bytes, as before bridge protocol 2.
+* ``relay1``  - driver -> raw_relay.py --parse (decode, rewrite id and ``up__`` prefix, re-encode)
+  -> upstream_echo.py. The floor for a one-hop path: the gateway once the bridge has stepped out.
+* ``relay2``  - driver -> raw_relay.py (byte copy) -> raw_relay.py --parse -> upstream_echo.py. The
+  floor for a two-hop path like bridge + daemon.
 
 One run does R rounds; inside each round every client (``sdk``, ``raw``) measures every path, the
 path order rotating from round to round. Each measurement is N sequential calls, then C callers x M
@@ -50,7 +54,7 @@ from typing import Any
 
 import psutil
 
-PATHS = ("direct", "gateway", "relay2")
+PATHS = ("direct", "gateway", "gateway-copy", "relay1", "relay2")
 DEFAULT_SHARED = Path(__file__).resolve().parents[2] / "shared" / "bench"
 
 
@@ -126,6 +130,9 @@ def run_plain(a: argparse.Namespace, client: str, path: str, log: Path) -> dict[
     relay = a.shared / "raw_relay.py"
     if path == "direct":
         stdio, tool = f"{py} {up}", "echo"
+    elif path == "relay1":
+        r = shlex.quote(str(relay))
+        stdio, tool = f"{py} {r} --parse --prefix up__ -- {py} {up}", "up__echo"
     else:
         r = shlex.quote(str(relay))
         stdio, tool = f"{py} {r} -- {py} {r} --parse --prefix up__ -- {py} {up}", "up__echo"
@@ -183,11 +190,12 @@ def count_call_log(db: Path) -> int | None:
         return None
 
 
-def run_gateway(a: argparse.Namespace, client: str, log: Path) -> dict[str, Any]:
+def run_gateway(a: argparse.Namespace, client: str, log: Path, copying: bool = False) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="hgw-", dir=a.tmp))  # short: the socket path must fit in 107 bytes
     state, out, cfg = tmp / "st", tmp / "out.json", tmp / "harness.toml"
     drv = " ".join(shlex.quote(x) for x in [a.py, *driver_args(a, client, "up__echo", "gateway")])
-    drv += f" --stdio 'harness mcp' --target-log {shlex.quote(str(tmp / 'bridge.log'))}"
+    bridge = "env HARNESS_BRIDGE_COPY=1 harness mcp" if copying else "harness mcp"
+    drv += f" --stdio '{bridge}' --target-log {shlex.quote(str(tmp / 'bridge.log'))}"
     harness_argv = ["sh", "-c", f"exec {drv} > {shlex.quote(str(out))}"]
     cfg.write_text(
         "[mcp.up]\n"
@@ -309,6 +317,7 @@ def run_gateway(a: argparse.Namespace, client: str, log: Path) -> dict[str, Any]
 
 def print_client(client: str, res: dict[str, list[dict[str, Any]]]) -> None:
     d, g, r2 = res["direct"], res["gateway"], res["relay2"]
+    gc, r1 = res["gateway-copy"], res["relay1"]
     hdr = ("path", "p50 ms", "p99 ms", "seq c/s", "conc c/s", "conc p50", "cpu us/call", "err",
            "p50 x", "p99 x", "seq c/s x", "conc c/s x")  # fmt: skip
     rows = []
@@ -346,13 +355,19 @@ def print_client(client: str, res: dict[str, list[dict[str, Any]]]) -> None:
     print("  ".join("-" * w for w in widths))
     for row in rows:
         print(line(row))
-    print(
-        "gateway / relay2 (same-round medians): "
-        f"p50 x {fmt(same_round_ratio(g, r2, 'seq.p50_ms'))}, "
-        f"p99 x {fmt(same_round_ratio(g, r2, 'seq.p99_ms'))}, "
-        f"seq c/s x {fmt(same_round_ratio(g, r2, 'seq.calls_per_s'))}, "
-        f"conc c/s x {fmt(same_round_ratio(g, r2, 'conc.calls_per_s'))}"
-    )
+    for label, over, under in (
+        ("gateway / relay1", g, r1),
+        ("gateway / relay2", g, r2),
+        ("gateway-copy / relay2", gc, r2),
+        ("gateway / gateway-copy", g, gc),
+    ):
+        print(
+            f"{label} (same-round medians): "
+            f"p50 x {fmt(same_round_ratio(over, under, 'seq.p50_ms'))}, "
+            f"p99 x {fmt(same_round_ratio(over, under, 'seq.p99_ms'))}, "
+            f"seq c/s x {fmt(same_round_ratio(over, under, 'seq.calls_per_s'))}, "
+            f"conc c/s x {fmt(same_round_ratio(over, under, 'conc.calls_per_s'))}"
+        )
     gi = [x.get("_gateway", {}) for x in g]
     print(
         "gateway CPU per call (ready -> driver done, incl. warm-up; median over rounds): "
@@ -391,6 +406,15 @@ def bar_lines(res: dict[str, list[dict[str, Any]]] | None) -> int:
     ok2 = cps is not None and cps >= 0.60
     print(f"BAR p50 gateway/direct = {fmt(p50)} (<= 1.60: {'PASS' if ok1 else 'FAIL'})")
     print(f"BAR seq calls/s gateway/direct = {fmt(cps)} (>= 0.60: {'PASS' if ok2 else 'FAIL'})")
+    g, r1 = res["gateway"], res["relay1"]
+    for label, value, bar, below in (
+        ("p50 gateway/relay1", same_round_ratio(g, r1, "seq.p50_ms"), 1.05, True),
+        ("p99 gateway/relay1", same_round_ratio(g, r1, "seq.p99_ms"), 1.20, True),
+        ("conc calls/s gateway/direct", same_round_ratio(g, res["direct"], "conc.calls_per_s"), 0.95, False),
+    ):
+        held = value is not None and (value <= bar if below else value >= bar)
+        sign = "<=" if below else ">="
+        print(f"BAR (issue 12) {label} = {fmt(value)} ({sign} {bar:.2f}: {'PASS' if held else 'FAIL'})")
     return 0 if ok1 and ok2 else 1
 
 
@@ -436,7 +460,10 @@ def main() -> int:
         order = PATHS[rnd % len(PATHS) :] + PATHS[: rnd % len(PATHS)]
         for client in clients:
             for path in order:
-                r = run_gateway(a, client, log) if path == "gateway" else run_plain(a, client, path, log)
+                if path.startswith("gateway"):
+                    r = run_gateway(a, client, log, copying=path == "gateway-copy")
+                else:
+                    r = run_plain(a, client, path, log)
                 r["_round"] = rnd + 1
                 results[client][path].append(r)
                 brief = (
