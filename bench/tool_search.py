@@ -173,7 +173,9 @@ def tool_names(conn: apsw.Connection) -> frozenset[str]:
 # ------------------------------------------------------------------------------------------ measures
 
 
-def rankings(conn: apsw.Connection, queries: Sequence[str], allowed: frozenset[str] | None) -> list[list[str]]:
+def rankings(
+    conn: apsw.Connection, queries: Sequence[str], allowed: frozenset[str] | None
+) -> list[list[str]]:
     return [[h.name for h in search(conn, q, k=K, allowed=allowed)] for q in queries]
 
 
@@ -414,9 +416,11 @@ def main() -> int:
     large = timings(big, all_q, max(1, a.rounds // 2), big_names)
     third = frozenset(sorted(big_names)[: len(big_names) // 3])
     restricted = timings(big, all_q, max(1, a.rounds // 2), third)
-    print(f"ours p50 over all {len(all_q)} queries: {len(known):,} tools {p50(small):.3f} ms (p95 "
-          f"{sorted(small)[int(len(small) * 0.95)]:.3f}); {len(big_names):,} tools {p50(large):.3f} ms;"
-          f" {len(big_names):,} tools, allowed = a third {p50(restricted):.3f} ms")
+    print(
+        f"ours p50 over all {len(all_q)} queries: {len(known):,} tools {p50(small):.3f} ms (p95 "
+        f"{sorted(small)[int(len(small) * 0.95)]:.3f}); {len(big_names):,} tools {p50(large):.3f} ms;"
+        f" {len(big_names):,} tools, allowed = a third {p50(restricted):.3f} ms"
+    )
     lat_ok = p50(small) <= BAR_P50_MS and p50(large) <= BAR_P50_BIG_MS
     verdicts.append(lat_ok)
     print(
@@ -427,7 +431,11 @@ def main() -> int:
         print(bar_line)
     for name in [s for s in a.misses.split(",") if s]:
         rows = sets.get(name) or load_set(name)
-        ranked = results["ours"][name][0] if name in results["ours"] else rankings(real, [r["query"] for r in rows], known)
+        ranked = (
+            results["ours"][name][0]
+            if name in results["ours"]
+            else rankings(real, [r["query"] for r in rows], known)
+        )
         for row, got in zip(rows, ranked, strict=True):
             right = set(row["expected"])
             rank = next((i + 1 for i, n in enumerate(got) if n in right), None)
