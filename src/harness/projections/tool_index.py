@@ -1,4 +1,5 @@
-"""The ``tool_index`` projection: every known tool, searchable with FTS5 and ranked by bm25.
+"""The ``tool_index`` projection: every known tool, searchable with FTS5 and ranked by bm25, then
+by what a gateway knows of its fleet: which upstream a query names, and the operation it asks for.
 
 ``tool_index`` (the content table) holds one row per tool of each upstream's latest catalogue;
 ``tool_fts`` is an external-content FTS5 table over five of its columns:
@@ -7,7 +8,8 @@
 column              what                                                        weight
 ==================  ==========================================================  ======
 ``tool_words``      the tool's own name, and the name split into words           see
-``upstream_words``  the upstream's NAME split into words                         ``WEIGHTS``
+``product_words``   the words that name its upstream (``tool_words.product_words``:  ``WEIGHTS``
+                    NAME, ``serverInfo.name``, words most of its tool names share)
 ``description``     the tool's description
 ``params``          parameter names, and each split into words
 ``param_docs``      parameter descriptions and enum values
@@ -15,9 +17,19 @@ column              what                                                        
 
 Names are split at ``_``, ``-``, ``.``, spaces, camelCase humps and letter/digit changes
 (``getPullRequest`` → ``get pull request``). The tokenizer is ``porter unicode61`` (stemmed,
-diacritics folded). Weights were tuned on ``bench/data/tool_queries.json`` (``bench/tool_search.py``).
-A query is read as words (``query_words``: stop words dropped, adjacent words also joined, a few
-synonyms added) and matches any of them.
+diacritics folded). Each row also keeps its name's ``operation`` (``create``, ``read``, …).
+``tool_terms`` counts, per upstream, its tools whose names hold each word (stemmed lightly), and
+marks its product words: a search looks a query's words up there to see which upstreams it names,
+and how surely (a word only one upstream's tools use names it; ``search`` names nothing).
+``tool_upstreams`` keeps each upstream's server name (a catalogue refreshed after a
+``list_changed`` notification comes without one).
+
+A search (``search``) reads the query (``tool_words.parse_query``: words, a light stem, the
+operation asked, synonyms), ranks the tools matching any of its words by bm25 (a window of
+``WINDOW`` or more), and reranks that window: ``score = bm25 / best bm25 * (1 + PRODUCT_BOOST *
+named) + OPERATION_BOOST * operation match``. Weights and boosts were tuned on
+``bench/data/tool_queries.json`` and ``bench/data/tool-search-dev.jsonl`` (``bench/tool_search.py``),
+never on the held-out sets.
 
 A catalogue event replaces every earlier entry of its upstream, so a tool the upstream no longer
 lists leaves the index.
@@ -26,10 +38,10 @@ lists leaves the index.
 from __future__ import annotations
 
 import functools
-import itertools
 import json
-import re
-from collections.abc import Collection, Sequence
+import math
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,13 +50,48 @@ import apsw
 from harness.events import Envelope, ToolCatalogFetched
 from harness.naming import exposed_name, upstream_name
 from harness.projections.base import Folding
+from harness.projections.tool_words import (
+    MAX_QUERY_WORDS,
+    OPERATIONS,
+    STOPWORDS,
+    SYNONYMS,
+    Query,
+    label_prefixes,
+    label_words,
+    name_operation,
+    parse_query,
+    shared_words,
+    split_words,
+    stem,
+    verb_match,
+)
 
-WEIGHTS: tuple[float, ...] = (24.0, 1.5, 1.0, 2.25, 0.25)
-"""bm25 weights of tool_words, upstream_words, description, params, param_docs (in that order).
+__all__ = [
+    "FTS_COLUMNS",
+    "MAX_QUERY_WORDS",
+    "STOPWORDS",
+    "SYNONYMS",
+    "WEIGHTS",
+    "ToolHit",
+    "ToolIndexProjection",
+    "ToolRow",
+    "all_tools",
+    "catalog_tools",
+    "index_row",
+    "lookup",
+    "match_expression",
+    "parse_query",
+    "query_words",
+    "search",
+    "split_words",
+]
+
+WEIGHTS: tuple[float, ...] = (48.0, 0.75, 1.0, 9.0, 0.25)
+"""bm25 weights of tool_words, product_words, description, params, param_docs (in that order).
 
 They are stored in the table's ``rank`` configuration: changing them means bumping ``version``."""
 
-FTS_COLUMNS: tuple[str, ...] = ("tool_words", "upstream_words", "description", "params", "param_docs")
+FTS_COLUMNS: tuple[str, ...] = ("tool_words", "product_words", "description", "params", "param_docs")
 
 _DDL = f"""
 CREATE TABLE tool_index(
@@ -55,9 +102,13 @@ CREATE TABLE tool_index(
     description    TEXT NOT NULL,  -- untrimmed
     input_schema   TEXT NOT NULL,  -- the inputSchema as received, JSON text
     tool_words     TEXT NOT NULL,
-    upstream_words TEXT NOT NULL,
+    product_words  TEXT NOT NULL,
     params         TEXT NOT NULL,
     param_docs     TEXT NOT NULL,
+    operation      TEXT NOT NULL,  -- the name's canonical operation (create, read, ...) or ''
+    verb           TEXT NOT NULL,  -- the name's word that says it (duplicate, create, ...) or ''
+    name_stems     TEXT NOT NULL,  -- the name's words, lightly stemmed
+    object_stems   TEXT NOT NULL,  -- those that are neither verbs, stop words nor product words
     position       INTEGER NOT NULL  -- the catalogue event it came from
 );
 CREATE INDEX tool_index_name ON tool_index(name);
@@ -68,6 +119,18 @@ CREATE VIRTUAL TABLE tool_fts USING fts5(
     tokenize='porter unicode61 remove_diacritics 2'
 );
 INSERT INTO tool_fts(tool_fts, rank) VALUES ('rank', 'bm25({", ".join(str(w) for w in WEIGHTS)})');
+CREATE TABLE tool_terms(
+    word     TEXT NOT NULL,     -- a word of tool names or a product word, lightly stemmed
+    upstream TEXT NOT NULL,
+    tools    INTEGER NOT NULL,  -- its tools whose names hold the word (all of them for a product word)
+    product  INTEGER NOT NULL,  -- 1: a word that names the upstream
+    PRIMARY KEY (word, upstream)
+) WITHOUT ROWID;
+CREATE TABLE tool_upstreams(
+    upstream    TEXT PRIMARY KEY,
+    server_name TEXT NOT NULL,  -- the latest non-empty serverInfo.name
+    tool_count  INTEGER NOT NULL
+);
 """
 
 _COLS = ", ".join(FTS_COLUMNS)
@@ -77,19 +140,12 @@ _FTS_DELETE_UPSTREAM = (
 )
 _INSERT = (
     "INSERT INTO tool_index(rowid, name, upstream, tool, description, input_schema,"
-    " tool_words, upstream_words, params, param_docs, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " tool_words, product_words, params, param_docs, operation, verb, name_stems, object_stems, position)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 MAX_TOOLS_PER_CATALOG = 65_536
 """A row's id is ``position * MAX_TOOLS_PER_CATALOG + index``: the same live and after any replay."""
 _FTS_INSERT = f"INSERT INTO tool_fts(rowid, {_COLS}) SELECT rowid, {_COLS} FROM tool_index WHERE upstream = ?"
-
-_HUMPS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=[0-9])")
-_NON_WORD = re.compile(r"[\W_]+")
-
-
-def split_words(text: str) -> list[str]:
-    """Lower-case words of an identifier or a phrase: ``getPullRequest_v2`` → get pull request v 2."""
-    return [w.lower() for w in _NON_WORD.split(_HUMPS.sub(" ", text)) if w]
 
 
 def _name_text(name: str) -> str:
@@ -157,9 +213,13 @@ def _param_texts(schema: dict[str, Any]) -> tuple[str, str]:
     return " ".join(names), " ".join(docs)
 
 
-def index_row(row: ToolRow, position: int, index: int) -> tuple[Any, ...]:
-    """The ``tool_index`` row of the ``index``-th tool of the catalogue event at ``position``."""
+def index_row(row: ToolRow, position: int, index: int, products: Sequence[str] = ()) -> tuple[Any, ...]:
+    """The ``tool_index`` row of the ``index``-th tool of the catalogue event at ``position``
+    (``products``: its upstream's product words)."""
     params, param_docs = _param_texts(row.input_schema)
+    words = split_words(row.tool)
+    stems = list(dict.fromkeys(stem(w) for w in words))
+    objects = [s for s in stems if s not in OPERATIONS and s not in STOPWORDS and s not in products]
     return (
         position * MAX_TOOLS_PER_CATALOG + index,
         exposed_name(row.upstream, row.tool),
@@ -168,17 +228,46 @@ def index_row(row: ToolRow, position: int, index: int) -> tuple[Any, ...]:
         row.description,
         json.dumps(row.input_schema, ensure_ascii=False, separators=(",", ":")),
         _name_text(row.tool),
-        " ".join(split_words(upstream_name(row.upstream))),
+        " ".join(products),
         params,
         param_docs,
+        *name_operation(words),
+        " ".join(stems),
+        " ".join(objects),
         position,
     )
 
 
+LABEL, SHARED = 2, 1
+"""``tool_terms.product``: a word of the upstream's NAME or server name; a word most of its tool
+names share (``tool_words.label_words``, ``tool_words.shared_words``); 0: neither."""
+
+
+def term_rows(
+    upstream: str, tools: Sequence[ToolRow], labels: Iterable[str], shared: Iterable[str]
+) -> list[tuple[Any, ...]]:
+    """The ``tool_terms`` rows of an upstream: each name word's count of tools, product words marked
+    (and counted 0 if no name holds them), and the beginnings of its label words
+    (``tool_words.label_prefixes``: ``mongo``) as label words."""
+    counts: Counter[str] = Counter()
+    for tool in tools:
+        counts.update({stem(w) for w in split_words(tool.tool)})
+    rows = {word: (word, upstream, n, 0) for word, n in counts.items()}
+    for word in shared:
+        rows[word] = (word, upstream, counts[word], SHARED)
+    for word in labels:
+        rows[word] = (word, upstream, counts.get(word, 0), LABEL)
+        for prefix in label_prefixes(word):
+            if prefix not in rows:
+                rows[prefix] = (prefix, upstream, 0, LABEL)
+    return list(rows.values())
+
+
 class ToolIndexProjection(
-    Folding, name="tool_index", version=1, handles={ToolCatalogFetched.STORED_NAME}, ddl=_DDL
+    Folding, name="tool_index", version=2, handles={ToolCatalogFetched.STORED_NAME}, ddl=_DDL
 ):
-    """Folds ``upstream.tool_catalog_fetched`` events into ``tool_index`` and ``tool_fts``."""
+    """Folds ``upstream.tool_catalog_fetched`` events into ``tool_index``, ``tool_fts``,
+    ``tool_terms`` and ``tool_upstreams``."""
 
     def apply(self, envelopes: Sequence[Envelope], cursor: apsw.Cursor) -> None:
         """Replace each upstream's entries by its catalogue, one event at a time, in order."""
@@ -188,11 +277,30 @@ class ToolIndexProjection(
             tools = catalog_tools(ev.upstream, ev.tools_json)
             if tools is None:
                 continue  # not a JSON array: keep what the upstream listed before
+            tools = tools[:MAX_TOOLS_PER_CATALOG]
+            server = ev.server_name
+            if not server:
+                row = cursor.execute(
+                    "SELECT server_name FROM tool_upstreams WHERE upstream = ?", (ev.upstream,)
+                ).fetchone()
+                server = row[0] if row else ""
+            cursor.execute(
+                "INSERT OR REPLACE INTO tool_upstreams(upstream, server_name, tool_count) VALUES (?, ?, ?)",
+                (ev.upstream, server, len(tools)),
+            )
+            labels = label_words(upstream_name(ev.upstream), server)
+            shared = shared_words(t.tool for t in tools)
+            products = list(dict.fromkeys(labels + shared))
             cursor.execute(_FTS_DELETE_UPSTREAM, (ev.upstream,))
             cursor.execute("DELETE FROM tool_index WHERE upstream = ?", (ev.upstream,))
-            rows = [index_row(t, env.position, i) for i, t in enumerate(tools[:MAX_TOOLS_PER_CATALOG])]
+            cursor.execute("DELETE FROM tool_terms WHERE upstream = ?", (ev.upstream,))
+            rows = [index_row(t, env.position, i, products) for i, t in enumerate(tools)]
             cursor.executemany(_INSERT, rows)
             cursor.execute(_FTS_INSERT, (ev.upstream,))
+            cursor.executemany(
+                "INSERT INTO tool_terms(word, upstream, tools, product) VALUES (?, ?, ?, ?)",
+                term_rows(ev.upstream, tools, labels, shared),
+            )
 
     def forget(self, cursor: apsw.Cursor, before: float) -> None:
         """Nothing: retention keeps each upstream's latest catalogue, the only one indexed."""
@@ -203,7 +311,8 @@ class ToolIndexProjection(
 
 @dataclass(frozen=True)
 class ToolHit:
-    """One search result. ``score`` is bm25's relevance (higher is better)."""
+    """One search result. ``score`` is its relevance as ranked (higher is better; the best match
+    is about 1, more when the query names its upstream)."""
 
     name: str
     upstream: str
@@ -213,95 +322,11 @@ class ToolHit:
     score: float
 
 
-_STOPWORDS_TEXT = """a an the and or but of to in on at by for with from into onto about as via is are was
-were be been do does did how i me my we our us you your it its this that these those what which who
-whom can could should would will shall may might must please want need some any all there here then
-than so such just also very let lets way thing things tool tools"""
-STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
-"""Words dropped from a query (unless nothing else is left): they match everywhere and rank noise."""
-
-MAX_QUERY_WORDS = 32
-
-
-# how agents ask: how tool names and descriptions say it (one "word: alternatives" a line)
-_SYNONYMS_TEXT = """
-open: create
-make: create
-new: create
-add: create
-write: create update
-remove: delete
-erase: delete
-drop: delete
-change: update
-modify: update
-edit: update
-rename: move
-show: get list
-display: get list
-view: get
-fetch: get
-retrieve: get
-read: get
-find: search
-look: search
-lookup: search
-ticket: issue
-bug: issue
-pr: pull request
-mr: merge request
-folder: directory
-dir: directory
-email: gmail mail message
-mail: gmail email message
-meeting: event
-appointment: event
-now: current
-today: current
-run: execute
-execute: run
-done: complete close transition
-finish: complete close
-complete: close
-picture: image screenshot
-photo: image
-go: navigate
-visit: navigate
-url: navigate link
-webpage: page web
-website: site web
-send: post
-history: log
-kill: terminate
-graph: chart
-plot: chart
-ticker: stock symbol
-share: stock
-"""
-SYNONYMS: dict[str, tuple[str, ...]] = {
-    word: tuple(alternatives.split())
-    for word, _, alternatives in (line.partition(": ") for line in _SYNONYMS_TEXT.strip().splitlines())
-}
-"""Query words that also search for the words tools usually use for the same thing."""
-
-
 def query_words(query: str) -> list[str]:
-    """The words a query searches for: split like names, stopwords dropped, deduplicated, capped.
-
-    Adjacent words are also joined (``on call`` → ``oncall``), and common verbs and nouns are
-    widened by ``SYNONYMS`` (``open`` → ``create``).
-    """
-    raw = split_words(query)
-    kept = [w for w in raw if w not in STOPWORDS] or raw
-    words = list(kept)
-    words += [
-        a + b
-        for a, b in itertools.pairwise(raw)
-        if len(a) + len(b) >= 5 and (a not in STOPWORDS or b not in STOPWORDS)
-    ]
-    for w in kept:
-        words.extend(SYNONYMS.get(w, ()))
-    return list(dict.fromkeys(words))[:MAX_QUERY_WORDS]
+    """The words a plain FTS5 search of ``query`` looks for (the skill library's): the terms of
+    ``tool_words.parse_query`` and its verb (a tool search matches that by operation instead)."""
+    parsed = parse_query(query)
+    return list(dict.fromkeys([*parsed.terms, *([parsed.verb] if parsed.verb else [])]))[:MAX_QUERY_WORDS]
 
 
 def match_expression(words: Sequence[str]) -> str:
@@ -309,7 +334,88 @@ def match_expression(words: Sequence[str]) -> str:
     return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
 
 
+WINDOW = 64
+"""How many bm25 matches are reranked (at least; more when a filter leaves fewer than ``k``)."""
+
+NAME_BOOST = 0.75
+"""The weight of the share of the query's words (by idf) that the tool's name says."""
+
+PRODUCT_BOOST = 1.0
+"""The weight of how surely the query names the tool's upstream (0 to 1)."""
+
+PRODUCT_SHARPNESS = 2.25
+"""How fast a word's naming fades as other upstreams' tool names use it too."""
+
+PRECISION_BOOST = 0.3
+"""The weight of the share of the tool name's object words that the query says."""
+
+EMPTY_PRECISION = 1.0
+"""The precision of a name without object words (``fetch``, ``jira_put``): neither said nor not."""
+
+OPERATION_BOOST = 0.15
+"""The weight of ``tool_words.operation_match`` (-0.5 to 1)."""
+
+BM25_BOOST = 1.0
+"""The weight of the tool's bm25 over the window's best."""
+
+_WINDOW_SQL = (
+    "SELECT f.rowid, f.score, t.name, t.upstream, t.operation, t.verb, t.name_stems, t.object_stems FROM"
+    " (SELECT tool_fts.rowid AS rowid, {order} AS score FROM tool_fts WHERE tool_fts MATCH ?"
+    " ORDER BY score, rowid LIMIT ?) AS f"
+    " JOIN tool_index AS t ON t.rowid = f.rowid ORDER BY f.score, f.rowid"
+)
+_TERMS_SQL = (
+    "SELECT t.word, t.upstream, t.tools, t.product, u.tool_count,"
+    " (SELECT sum(tool_count) FROM tool_upstreams)"
+    " FROM tool_terms AS t JOIN tool_upstreams AS u ON u.upstream = t.upstream WHERE t.word IN ({marks})"
+)
 _HIT_COLUMNS = "t.name, t.upstream, t.tool, t.description, t.input_schema"
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """What the index says of a query's words: which upstreams they name, how rare in tool names."""
+
+    named: dict[str, float]
+    """Upstream key → how surely the query names it (0 to 1)."""
+
+    idf: dict[str, float]
+    """Stem → log(tools / tools whose names hold it), for the stems some name holds."""
+
+
+def vocabulary(conn: apsw.Connection, stems: Sequence[str], own: Collection[str] = ()) -> Vocabulary:
+    """Look the query's stems up in ``tool_terms``.
+
+    Only the query's ``own`` words (not their synonyms) name upstreams. A word names the upstreams
+    whose product word it is, as surely as their tools (those whose names hold it, for a word
+    their names share) outnumber the other tools whose names use it, to the power
+    ``PRODUCT_SHARPNESS`` (``linear`` names linear: 1; ``search`` names brave-search hardly), shared
+    out when it names several (``jira``: atlassian and jira, 0.7 each).
+    """
+    if not stems:
+        return Vocabulary({}, {})
+    sql = _TERMS_SQL.format(marks=", ".join("?" * len(stems)))
+    rows: list[tuple[Any, ...]] = conn.execute(sql, tuple(stems)).fetchall()
+    by_word: dict[str, list[tuple[str, int, int, int]]] = {}
+    total = 1
+    for word, upstream, tools, product, size, all_tools_ in rows:
+        by_word.setdefault(word, []).append((upstream, tools, product, size))
+        total = all_tools_
+    named: dict[str, float] = {}
+    idf: dict[str, float] = {}
+    for word, entries in by_word.items():
+        df = sum(n for _, n, _, _ in entries)
+        if df:
+            idf[word] = math.log(1.0 + total / df)
+        owners = [(u, size if p == LABEL else n) for u, n, p, size in entries if p]
+        if not owners or word not in own:
+            continue
+        owned = sum(n for _, n in owners)
+        others = sum(n for _, n, p, _ in entries if not p)
+        share = (owned / (owned + others)) ** PRODUCT_SHARPNESS / len(owners) ** 0.5
+        for upstream, _ in owners:
+            named[upstream] = min(1.0, named.get(upstream, 0.0) + share)
+    return Vocabulary(named, idf)
 
 
 def search(
@@ -326,37 +432,102 @@ def search(
     the same names: a harness finds its own project's).
 
     The query is read as plain words (any FTS5 syntax in it is just text); an empty query, or one
-    with no word characters, returns []. The filters run on the ranked matches, widening the window
-    until ``k`` permitted tools are found or the matches run out (never short of what is permitted).
-    ``weights`` overrides the column weights (for tuning; the default is the table's ``rank``).
+    with no word characters, returns []. The tools matching any of its words are ranked by bm25 and
+    the best ``WINDOW`` reranked by the upstreams the query names and the operation it asks for.
+    The filters run on the ranked matches, widening the window until ``k`` permitted tools are found
+    or the matches run out (never short of what is permitted). ``weights`` overrides the column
+    weights (for tuning; the default is the table's ``rank``).
     """
-    words = query_words(query)
-    if not words or k <= 0 or (allowed is not None and not allowed):
+    parsed = parse_query(query)
+    if not parsed.terms or k <= 0 or (allowed is not None and not allowed):
         return []
     order = "rank" if weights is None else f"bm25(tool_fts, {', '.join(str(float(w)) for w in weights)})"
-    sql = (
-        f"SELECT {_HIT_COLUMNS}, f.score FROM"
-        f" (SELECT tool_fts.rowid AS rowid, {order} AS score FROM tool_fts WHERE tool_fts MATCH ?"
-        " ORDER BY score, rowid LIMIT ?) AS f"
-        " JOIN tool_index AS t ON t.rowid = f.rowid ORDER BY f.score, f.rowid"
-    )
-    expression = match_expression(words)
-    if allowed is None and upstreams is None:
-        return [_hit(row) for row in conn.execute(sql, (expression, k))]
-    # The policy filter runs on the ranked matches, widening the window until k allowed tools are
-    # found or the matches run out: never short, and a set lookup per match instead of a per-search
-    # SQL index of every allowed name (which cost 1-4 ms at 1,374-5,000 tools).
+    sql = _WINDOW_SQL.format(order=order)
+    expression = match_expression(parsed.terms)
     names = None if allowed is None else _as_set(allowed)
     keys = None if upstreams is None else _as_set(upstreams)
-    window = max(4 * k, 32)
+    window = max(WINDOW, 4 * k)
     while True:
         rows = conn.execute(sql, (expression, window)).fetchall()
         hits = [
-            row for row in rows if (names is None or row[0] in names) and (keys is None or row[1] in keys)
+            row for row in rows if (names is None or row[2] in names) and (keys is None or row[3] in keys)
         ]
         if len(hits) >= k or len(rows) < window:
-            return [_hit(row) for row in hits[:k]]
+            break
+        # The policy filter runs on the ranked matches, widening the window until k allowed tools
+        # are found or the matches run out: never short, and a set lookup per match instead of a
+        # per-search SQL index of every allowed name (which cost 1-4 ms at 1,374-5,000 tools).
         window *= 8
+    if not hits:
+        return []
+    best = _rerank(conn, parsed, hits)[:k]
+    marks = ", ".join("?" * len(best))
+    found = {
+        row[0]: row[1:]
+        for row in conn.execute(
+            f"SELECT t.rowid, {_HIT_COLUMNS} FROM tool_index AS t WHERE t.rowid IN ({marks})",
+            [rowid for rowid, _ in best],
+        )
+    }
+    return [_hit((*found[rowid], -score)) for rowid, score in best]
+
+
+@functools.lru_cache(maxsize=16_384)
+def _stem_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+def _rerank(conn: apsw.Connection, parsed: Query, rows: Sequence[Sequence[Any]]) -> list[tuple[int, float]]:
+    """``(rowid, score)`` of the window's rows, best first, ``score`` the reranked one."""
+    vocab = vocabulary(conn, parsed.stems, frozenset(parsed.names))
+    named, idf = vocab.named, vocab.idf
+    # the words a tool name can say: the stems that say each (its own, one-word synonyms), runs of
+    # stems that say it together, the operation it asks for, and its weight (idf in tool names,
+    # less after a preposition)
+    words: list[tuple[frozenset[str], list[frozenset[str]], str | None, float]] = []
+    says: set[str] = set()
+    for word in parsed.words:
+        says.add(word.stem)
+        says.update(s for alt in word.alternatives for s in alt)
+        rarity = max(
+            [idf.get(word.stem, 0.0)] + [min(idf.get(s, 0.0) for s in alt) for alt in word.alternatives]
+        )
+        if rarity > 0 or word.operation:
+            singles = frozenset([word.stem, *(alt[0] for alt in word.alternatives if len(alt) == 1)])
+            runs = [frozenset(alt) for alt in word.alternatives if len(alt) > 1]
+            words.append((singles, runs, word.operation, (rarity or 1.0) * word.weight))
+    asked = sum(w[3] for w in words) or 1.0
+    operation = parsed.operation
+    if operation is None and parsed.words and parsed.words[0].stem not in idf and not named:
+        operation = ""  # it starts with a word no tool name uses: a verb we do not know, not a thing
+    fits: dict[str, float] = {}  # by the tool's verb
+    top = -float(rows[0][1]) or 1.0
+    scored = []
+    for rowid, score, _name, upstream, tool_op, tool_verb, name_stems, object_stems in rows:
+        have = _stem_set(name_stems)
+        said = 0.0
+        for singles, runs, word_op, weight in words:
+            if (
+                not singles.isdisjoint(have)
+                or (word_op and word_op == tool_op)
+                or any(run <= have for run in runs)
+            ):
+                said += weight
+        objects = _stem_set(object_stems)
+        precision = len(objects & says) / len(objects) if objects else EMPTY_PRECISION
+        fit = fits.get(tool_verb)
+        if fit is None:
+            fit = fits[tool_verb] = verb_match(operation, parsed.verb, tool_op, tool_verb)
+        value = (
+            BM25_BOOST * -float(score) / top
+            + NAME_BOOST * said / asked
+            + PRECISION_BOOST * precision
+            + PRODUCT_BOOST * named.get(upstream, 0.0)
+            + OPERATION_BOOST * fit
+        )
+        scored.append((rowid, value))
+    scored.sort(key=lambda item: -item[1])
+    return scored
 
 
 def _as_set(items: Collection[str]) -> Collection[str]:

@@ -1,0 +1,532 @@
+"""How tool search reads names and queries: words, a light stem, operations, products, synonyms.
+
+Pure functions and tables, no I/O; ``tool_index`` uses them on both sides of a search:
+
+- a tool name is split into words (``createPullRequest`` → create pull request) and read as an
+  **operation** (its first verb mapped to a canonical one: get/read/fetch/show → ``read``,
+  create/add/new/post → ``create``, …) and the **object** words around it;
+- an upstream's **product words** are what names it: its NAME's words, its ``serverInfo.name``'s
+  words, and the words most of its own tool names carry (``jira`` and ``confluence`` for
+  ``atlassian``, ``kubectl`` for ``kubernetes``), less a few words that name nothing (``mcp``,
+  ``server``, ``api``);
+- a query is split the same way, stemmed lightly (``PRs`` → pr, ``policies`` → policy), read for an
+  operation (its verbs, or a question's ``what``/``which``: read), and widened with ``SYNONYMS``, a
+  table written from the catalogues' own vocabulary (each entry a word the tools use and the words
+  people use for it).
+
+Nothing here is learnt: every table is written out below.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+_HUMPS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=[0-9])")
+_NON_WORD = re.compile(r"[\W_]+")
+_ACRONYM_PLURAL = re.compile(r"(?<=[A-Z]{2})s(?![a-z])")
+
+
+def split_words(text: str) -> list[str]:
+    """Lower-case words of an identifier or a phrase: ``getPullRequest_v2`` → get pull request v 2;
+    an acronym's plural stays one word (``PRs`` → prs)."""
+    text = _HUMPS.sub(" ", _ACRONYM_PLURAL.sub("S", text))
+    return [w.lower() for w in _NON_WORD.split(text) if w]
+
+
+_KEEP_S = ("ss", "us", "is", "as", "os", "ys")
+
+
+def stem(word: str) -> str:
+    """A light stem for table lookups: plurals folded (``issues`` → issue, ``policies`` → policy,
+    ``prs`` → pr, ``indexes`` → index); anything else as it is. FTS5 stems with Porter on its own."""
+    if len(word) < 3 or not word.endswith("s") or word.endswith(_KEEP_S):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "shes", "ches", "xes")):
+        return word[:-2]
+    return word[:-1]
+
+
+# ------------------------------------------------------------------------------------------ operations
+
+READ, LIST, SEARCH, CREATE, UPDATE, DELETE, RUN, SEND = (
+    "read",
+    "list",
+    "search",
+    "create",
+    "update",
+    "delete",
+    "run",
+    "send",
+)
+
+_OPERATIONS_TEXT = """
+read: get read retrieve fetch show view describe inspect download explain info details whoami
+  load see display check export render analyze analyse validate diff compare count summarize
+  summarise print preview watch
+list: list enumerate
+search: search find query lookup look locate grep browse
+create: create add new make insert generate upsert append post draft write import upload put book
+  schedule raise compose register setup fork copy clone duplicate install subscribe push attach
+  open file
+update: update edit modify patch set rename move replace format change transition assign
+  bump reschedule adjust tweak fix mark toggle merge close reopen complete resolve approve pause
+  restore rollback scale apply upgrade mute unmute
+delete: delete remove drop erase clear archive uninstall unwatch cancel kill terminate purge wipe
+  forget unsubscribe
+run: run execute exec trigger start rerun evaluate invoke launch kick convert
+send: send reply respond notify publish tell message ping email mail dm text
+manage: manage
+any: use do try help handle work go
+"""
+OPERATIONS: dict[str, str] = {
+    verb: op
+    for op, _, verbs in (block.partition(":") for block in re.split(r"\n(?=\w)", _OPERATIONS_TEXT.strip()))
+    for verb in verbs.split()
+}
+for _verb in [v for v, op in OPERATIONS.items() if op == "any"]:
+    OPERATIONS[_verb] = ""
+"""Verb → canonical operation (the verbs of the catalogues' tool names, and the words people use for
+them). A tool's operation is that of the first of its name's words found here; a verb that says no
+operation (``use``, ``help``) maps to ''; ``open`` is read as create (a PR, a ticket)."""
+
+_NOUN_VERBS_TEXT = """schedule book post set check view query draft format change export import upload
+download message display look mark fix watch start record note comment call report load file log
+trace test build deploy merge commit move ping email mail dm text"""
+NOUN_VERBS = frozenset(_NOUN_VERBS_TEXT.split())
+"""Verbs that are as often nouns ("the on-call schedule"): read as the query's operation only when
+they come first ("schedule a call")."""
+
+QUESTION_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "how"})
+"""A query asking one of these (and naming no verb) reads: its operation is ``read``."""
+
+MANAGE = "manage"
+_READS = frozenset({READ, LIST, SEARCH})
+_WRITES = frozenset({CREATE, UPDATE, DELETE})
+
+
+def verb_operation(word: str) -> str | None:
+    """The operation of a verb, also in its -ing and -ed forms (``creating`` → create)."""
+    op = OPERATIONS.get(word)
+    if op is not None:
+        return op
+    for suffix, repl in (("ing", ""), ("ing", "e"), ("ed", ""), ("ed", "e"), ("d", "")):
+        if word.endswith(suffix) and len(word) > len(suffix) + 2:
+            op = OPERATIONS.get(word[: -len(suffix)] + repl)
+            if op is not None:
+                return op
+    return None
+
+
+def name_operation(words: Sequence[str]) -> tuple[str, str]:
+    """A tool's operation and the verb that says it, from its name's words (``('', '')`` when no
+    word of it is a known verb)."""
+    for word in words:
+        op = OPERATIONS.get(word)
+        if op:
+            return op, word
+    return "", ""
+
+
+_CORE_VERBS_TEXT = """
+read: get read retrieve fetch show view describe
+list: list
+search: search find query
+create: create add new make insert
+update: update edit modify patch set
+delete: delete remove
+run: run execute exec
+send: send post reply
+"""
+CORE_VERBS: dict[str, frozenset[str]] = {
+    op: frozenset(verbs.split())
+    for op, _, verbs in (line.partition(":") for line in _CORE_VERBS_TEXT.strip().splitlines())
+}
+"""The verbs that say an operation plainly: ``duplicateIssue`` creates, but "create an issue" wants
+``createIssue`` first."""
+
+
+def verb_match(query_op: str | None, query_verb: str, tool_op: str, tool_verb: str) -> float:
+    """``operation_match``, three quarters of it for a tool whose verb says the operation only in
+    passing (``duplicate``, ``subscribe`` for create) unless the query says that very verb."""
+    fit = operation_match(query_op, tool_op)
+    if fit > 0 and tool_verb != query_verb and tool_verb not in CORE_VERBS.get(tool_op, ()):
+        return 0.75 * fit
+    return fit
+
+
+def operation_match(query_op: str | None, tool_op: str) -> float:
+    """How well a tool's operation fits a query's: 1 the same, 0.5 both reads (or a write asked of
+    a ``manage`` tool, which creates, updates and deletes), 0 unknown, -0.5 a read asked and a
+    write found (or the reverse). ``query_op`` None is a query naming only things
+    ("stripe invoices"): it wants a read, a list first."""
+    if not tool_op or query_op == "":
+        return 0.0
+    if query_op is None:
+        return {LIST: 1.0, SEARCH: 0.5, READ: 0.5}.get(tool_op, -0.5)
+    if query_op == tool_op:
+        return 1.0
+    if tool_op == MANAGE:
+        return 0.5 if query_op in _WRITES else -0.5
+    if {query_op, tool_op} == {SEND, CREATE}:
+        return 0.5  # a message sent is one created
+    if query_op in _READS and tool_op in _READS:
+        return 0.5
+    if (query_op in _READS) != (tool_op in _READS):
+        return -0.5
+    return 0.0
+
+
+# ------------------------------------------------------------------------------------------ products
+
+_GENERIC_PRODUCT_TEXT = """mcp server servers service api apis sdk client official example examples app
+io v modelcontextprotocol protocol the of and for by tool tools"""
+GENERIC_PRODUCT_WORDS = frozenset(_GENERIC_PRODUCT_TEXT.split())
+"""Words of upstream and server names that name no product (``mcp-server-x``, ``Notion API``)."""
+
+PRODUCT_SHARE = 0.5
+"""A word in at least this share of an upstream's tool names (and two of them) is a product word."""
+
+
+def _product_word(word: str) -> bool:
+    return (
+        len(word) > 1 and not word.isdigit() and word not in GENERIC_PRODUCT_WORDS and word not in OPERATIONS
+    )
+
+
+def label_words(upstream: str, server_name: str) -> list[str]:
+    """The words of an upstream's NAME and of its server's name (stemmed, without verbs, digits and
+    ``GENERIC_PRODUCT_WORDS``): ``google-calendar`` → google calendar."""
+    words = (stem(w) for w in split_words(upstream) + split_words(server_name))
+    return list(dict.fromkeys(w for w in words if _product_word(w)))
+
+
+def label_prefixes(word: str) -> list[str]:
+    """The beginnings of a label word people also write for it (``mongo`` for mongodb, ``elastic``
+    for elasticsearch): four letters or more, two fewer than the word or more, not a verb or a
+    stop word (``post`` is not postgres)."""
+    return [
+        word[:n]
+        for n in range(4, len(word) - 1)
+        if word[:n] not in OPERATIONS and word[:n] not in STOPWORDS and word[:n] not in GENERIC_PRODUCT_WORDS
+    ]
+
+
+def shared_words(tool_names: Iterable[str]) -> list[str]:
+    """The words most of an upstream's tool names share (at least ``PRODUCT_SHARE`` of them and
+    two), stemmed, without verbs: ``jira`` and ``confluence`` for atlassian's tools."""
+    names = list(tool_names)
+    counts: Counter[str] = Counter()
+    for name in names:
+        counts.update({stem(w) for w in split_words(name)})
+    return [
+        w for w, n in counts.most_common() if n >= 2 and n >= PRODUCT_SHARE * len(names) and _product_word(w)
+    ]
+
+
+def product_words(upstream: str, server_name: str, tool_names: Iterable[str]) -> list[str]:
+    """The words that name an upstream: ``label_words`` then ``shared_words``."""
+    return list(dict.fromkeys(label_words(upstream, server_name) + shared_words(tool_names)))
+
+
+# ------------------------------------------------------------------------------------------ queries
+
+_STOPWORDS_TEXT = """a an the and or but of to in on at by for with from into onto about as via is are was
+were be been do does did how i me my we our us you your it its this that these those what which who
+whom can could should would will shall may might must please want need some any all there here then
+than so such just also very let lets way thing things tool tools whose when where called named titled"""
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+"""Words dropped from a query (unless nothing else is left): they match everywhere and rank noise."""
+
+MAX_QUERY_WORDS = 32
+
+DROP_GENERIC_VERBS = True
+_GENERIC_VERBS_TEXT = """get list create update delete add remove find search show make new set read fetch
+view display retrieve edit modify change open"""
+GENERIC_VERBS = frozenset(_GENERIC_VERBS_TEXT.split())
+"""The most common verbs of tool names: a query's verb among them is matched by operation (every
+tool's name says one), not searched for as a word (it matches a third of the tools); elsewhere in a
+query they qualify ("the new sheet", "the open PRs") and are left out."""
+
+LEADING_PARTICLES = frozenset({"on"})
+TRAILING_PARTICLES = frozenset({"in", "up", "out"})
+"""Stop words that still join their neighbour (``on call`` → oncall, ``log in`` → login)."""
+
+# How the tools say it: how people say it. Written from the 54 shared catalogues' tool-name
+# vocabulary (the word before the colon is one the tools use; after it, the words people use for the
+# same thing). A query word (lightly stemmed) after a colon also searches for the words before it.
+_SYNONYMS_TEXT = """
+pull request: pr
+merge request: mr
+issue: ticket bug error story
+repository: repo
+directory: folder dir
+document: doc docx
+spreadsheet: sheet workbook xlsx
+presentation: slides slide deck
+gmail message: email mail inbox
+message: dm
+event: meeting appointment invite call
+calendar: agenda
+freebusy: free busy availability available
+contact: person people phone
+user: member person people account
+customer: client buyer
+invoice: bill billing
+subscription: plan
+coupon: discount promo
+dispute: chargeback
+payment: charge paid
+price: pricing cost
+balance: funds
+record: row entry
+field: column
+database: db
+index: indices
+sql: query
+chart: graph plot diagram visualize visualise
+screenshot: capture
+image: picture photo png jpg
+picture: image
+navigate: go visit goto url
+page: webpage site website
+tab: window
+click: press tap
+type: enter input
+dialog: popup
+snapshot: accessibility
+evaluate: javascript js
+search: find look lookup
+scrape: extract
+crawl: spider
+fetch: download
+comment: note remark
+label: tag
+task: todo chore
+close: done finish complete resolve
+reopen: undo
+team: group squad
+incident: outage
+alert: alarm
+monitor: watch
+downtime: maintenance mute
+silence: mute snooze
+oncall: pager rota
+schedule: rota rotation shift
+escalation: escalate
+metric: measure
+trace: span latency
+profile: flamegraph flame
+datasource: data source
+deployment: deploy rollout replicas
+pod: container
+node: machine
+context: cluster
+commit: save
+write: save
+diff: change changed
+status: state
+checkout: switch
+reset: unstage
+log: history
+pipeline: ci build
+workflow: job
+artifact: output
+flaky: intermittent unstable
+sprint: iteration
+worklog: hours spent
+transition: move
+watcher: following follower
+version: release
+edge: serverless lambda
+advisor: lint linter warning security
+migration: schema
+publishable: anon anonymous
+bucket: storage
+move: rename
+process: program command
+terminate: stop kill
+place: shop cafe restaurant business venue nearby
+geocode: coordinates latitude longitude lat lng
+directions: route drive driving
+elevation: altitude height
+time: clock timezone
+current: now today latest
+merge: squash land
+add: stage
+stock: share ticker equity
+quote: price
+earning: earnings
+paper: article publication preprint
+citation: cite cited bibtex reference
+abstract: summary
+documentation: docs manual guide reference
+library: package framework
+entity: fact remember
+observation: fact note
+relation: link relationship
+sequentialthinking: think reasoning step
+wiki: knowledge
+heading: header title
+paragraph: text
+word: docx
+excel: xlsx
+"""
+
+
+def _synonym_table(text: str) -> dict[str, tuple[str, ...]]:
+    table: dict[str, list[str]] = {}
+    for line in text.strip().splitlines():
+        head, _, said = line.partition(":")
+        for word in said.split():
+            table.setdefault(stem(word), []).extend(head.split())
+    return {word: tuple(dict.fromkeys(heads)) for word, heads in table.items()}
+
+
+SYNONYMS: dict[str, tuple[str, ...]] = _synonym_table(_SYNONYMS_TEXT)
+"""A (stemmed) word people use → the words tools use for it (``pr`` → pull request)."""
+
+
+PREPOSITIONS = frozenset(
+    {"for", "in", "on", "at", "from", "to", "into", "onto", "with", "of", "about", "by", "via", "under"}
+    | {"over", "inside", "within", "across", "during", "before", "after", "near", "against", "between"}
+    | {"called", "named", "titled", "saying", "containing"}
+)
+MODIFIER_WEIGHT = 0.5
+"""The weight of a word after a preposition ("projects *for the platform team*"): what a query asks
+for comes first, what qualifies it after."""
+
+
+# How people abbreviate the products the catalogues' upstreams and servers are named after.
+_ALIASES_TEXT = """
+kubernetes: k8s kube
+azure devops: ado
+postgres: postgresql psql pg
+google calendar: gcal
+google workspace: gsuite
+github: gh
+"""
+ALIASES: dict[str, tuple[str, ...]] = {
+    alias: tuple(product.split())
+    for product, _, aliases in (line.partition(":") for line in _ALIASES_TEXT.strip().splitlines())
+    for alias in aliases.split()
+}
+"""An abbreviation → the label words it stands for (``k8s`` → kubernetes): it names what they name."""
+
+
+@dataclass(frozen=True)
+class QueryWord:
+    """A content word of a query."""
+
+    stem: str
+    weight: float
+    """1, or ``MODIFIER_WEIGHT`` after a preposition."""
+
+    alternatives: tuple[tuple[str, ...], ...]
+    """Other ways a tool name says it, each a run of stems that must all be there (``pr`` → pull
+    request; ``call`` after ``on`` → oncall)."""
+
+    operation: str | None
+    """The query's operation if this is the verb that asks for it, else None."""
+
+
+@dataclass(frozen=True)
+class Query:
+    """A query as the search reads it."""
+
+    terms: tuple[str, ...]
+    """What FTS5 matches (any of them): the content words, adjacent words joined, synonyms."""
+
+    words: tuple[QueryWord, ...]
+    """The content words, stemmed, in order, each once."""
+
+    operation: str | None
+    """The operation it asks for (``create``, ``read``, …; '' for a verb that says none), or None:
+    it names only things."""
+
+    verb: str = ""
+    """The word that says the operation, if one does."""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The stems that may name an upstream: its own words, and what their abbreviations stand for."""
+        out = [w.stem for w in self.words]
+        out += [s for w in self.words for s in ALIASES.get(w.stem, ())]
+        return tuple(dict.fromkeys(out))
+
+    @property
+    def stems(self) -> tuple[str, ...]:
+        """Every stem the query's words and their alternatives use (its own first)."""
+        out = list(self.names)
+        out += [s for w in self.words for alternative in w.alternatives for s in alternative]
+        return tuple(dict.fromkeys(out))
+
+
+def parse_query(query: str) -> Query:
+    """Read a query: words, stop words dropped (unless nothing else is left), the operation asked
+    (its first word's if a verb, else ``read`` for a question, else the first verb that is rarely
+    a noun; ``list`` for a read of things in the plural: "show open incidents"), adjacent words
+    joined (``on call`` → oncall), each word's synonyms; the FTS5 terms deduplicated and capped at
+    ``MAX_QUERY_WORDS``."""
+    raw = split_words(query)
+    if not raw:
+        return Query((), (), None)
+    content = [i for i, w in enumerate(raw) if w not in STOPWORDS] or list(range(len(raw)))
+    joined = {
+        i: raw[i] + raw[i + 1]
+        for i in range(len(raw) - 1)
+        if len(raw[i]) + len(raw[i + 1]) >= 5
+        and (raw[i] not in STOPWORDS or raw[i] in LEADING_PARTICLES)
+        and (raw[i + 1] not in STOPWORDS or raw[i + 1] in TRAILING_PARTICLES)
+    }
+    verb = content[0] if verb_operation(raw[content[0]]) is not None else None
+    operation = None if verb is None else verb_operation(raw[verb])
+    if operation is None and any(w in QUESTION_WORDS for w in raw):
+        operation = READ
+    if operation is None:
+        verb = next(
+            (i for i in content if stem(raw[i]) not in NOUN_VERBS and verb_operation(raw[i]) is not None),
+            None,
+        )
+        operation = None if verb is None else verb_operation(raw[verb])
+    lowered = query.lower()
+    first_preposition = next(
+        (
+            i
+            for i, w in enumerate(raw)
+            if w in PREPOSITIONS and not (i in joined and f"{w}-{raw[i + 1]}" in lowered)  # on-call
+        ),
+        len(raw),
+    )
+    things = [i for i in content if i != verb]
+    head = max((i for i in things if i < first_preposition), default=things[0] if things else None)
+    if operation in (None, READ) and head is not None and stem(raw[head]) != raw[head]:
+        operation = LIST
+    words: dict[str, QueryWord] = {}
+    for i in content:
+        word = raw[i]
+        if i != verb and word in GENERIC_VERBS and len(content) > 1:
+            continue  # "the new sheet", "the open PRs": not what the query asks for
+        s = stem(word)
+        alternatives = [tuple(stem(w) for w in h.split()) for h in SYNONYMS.get(s, ())]
+        alternatives += [(joined[j],) for j in (i - 1, i) if j in joined]
+        weight = 1.0 if i < first_preposition else MODIFIER_WEIGHT
+        if s in words:
+            weight = max(weight, words[s].weight)
+        words[s] = QueryWord(s, weight, tuple(alternatives), operation if i == verb else None)
+    terms = [*(raw[i] for i in content), *joined.values()]
+    for s in words:
+        terms.extend(SYNONYMS.get(s, ()))
+        terms.extend(ALIASES.get(s, ()))
+    if DROP_GENERIC_VERBS and verb is not None and raw[verb] in GENERIC_VERBS:
+        terms = [t for t in terms if t != raw[verb]] or terms
+    return Query(
+        tuple(dict.fromkeys(terms))[:MAX_QUERY_WORDS],
+        tuple(words.values()),
+        operation,
+        raw[verb] if verb is not None else "",
+    )
