@@ -40,6 +40,8 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
+import weakref
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -109,6 +111,7 @@ CREATE TABLE tool_index(
     verb           TEXT NOT NULL,  -- the name's word that says it (duplicate, create, ...) or ''
     name_stems     TEXT NOT NULL,  -- the name's words, lightly stemmed
     object_stems   TEXT NOT NULL,  -- those that are neither verbs, stop words nor product words
+    summary_stems  TEXT NOT NULL,  -- the words of the description's first sentence, lightly stemmed
     position       INTEGER NOT NULL  -- the catalogue event it came from
 );
 CREATE INDEX tool_index_name ON tool_index(name);
@@ -140,8 +143,8 @@ _FTS_DELETE_UPSTREAM = (
 )
 _INSERT = (
     "INSERT INTO tool_index(rowid, name, upstream, tool, description, input_schema,"
-    " tool_words, product_words, params, param_docs, operation, verb, name_stems, object_stems, position)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " tool_words, product_words, params, param_docs, operation, verb, name_stems, object_stems,"
+    " summary_stems, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 MAX_TOOLS_PER_CATALOG = 65_536
 """A row's id is ``position * MAX_TOOLS_PER_CATALOG + index``: the same live and after any replay."""
@@ -234,8 +237,21 @@ def index_row(row: ToolRow, position: int, index: int, products: Sequence[str] =
         *name_operation(words),
         " ".join(stems),
         " ".join(objects),
+        " ".join(summary_stems(row.description)),
         position,
     )
+
+
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)])[.!?](?:\s|$)|\n\s*\n")
+SUMMARY_CHARS = 300
+
+
+def summary_stems(description: str) -> list[str]:
+    """The stems of a description's first sentence (at most ``SUMMARY_CHARS``), stop words left out."""
+    text = description.strip()[:SUMMARY_CHARS]
+    end = _SENTENCE_END.search(text)
+    words = split_words(text[: end.start()] if end else text)
+    return list(dict.fromkeys(stem(w) for w in words if w not in STOPWORDS))
 
 
 LABEL, SHARED = 2, 1
@@ -334,23 +350,26 @@ def match_expression(words: Sequence[str]) -> str:
     return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
 
 
-WINDOW = 64
+WINDOW = 48
 """How many bm25 matches are reranked (at least; more when a filter leaves fewer than ``k``)."""
 
 NAME_BOOST = 0.75
 """The weight of the share of the query's words (by idf) that the tool's name says."""
 
-PRODUCT_BOOST = 1.0
+PRODUCT_BOOST = 0.75
 """The weight of how surely the query names the tool's upstream (0 to 1)."""
 
-PRODUCT_SHARPNESS = 2.25
+PRODUCT_SHARPNESS = 1.5
 """How fast a word's naming fades as other upstreams' tool names use it too."""
 
 PRECISION_BOOST = 0.3
 """The weight of the share of the tool name's object words that the query says."""
 
 EMPTY_PRECISION = 1.0
-"""The precision of a name without object words (``fetch``, ``jira_put``): neither said nor not."""
+"""The precision of a name without object words (``fetch``, ``jira_put``)."""
+
+SUMMARY_CREDIT = 0.5
+"""What a query word said only by the first sentence of the description counts, against the name."""
 
 OPERATION_BOOST = 0.15
 """The weight of ``tool_words.operation_match`` (-0.5 to 1)."""
@@ -358,12 +377,6 @@ OPERATION_BOOST = 0.15
 BM25_BOOST = 1.0
 """The weight of the tool's bm25 over the window's best."""
 
-_WINDOW_SQL = (
-    "SELECT f.rowid, f.score, t.name, t.upstream, t.operation, t.verb, t.name_stems, t.object_stems FROM"
-    " (SELECT tool_fts.rowid AS rowid, {order} AS score FROM tool_fts WHERE tool_fts MATCH ?"
-    " ORDER BY score, rowid LIMIT ?) AS f"
-    " JOIN tool_index AS t ON t.rowid = f.rowid ORDER BY f.score, f.rowid"
-)
 _TERMS_SQL = (
     "SELECT t.word, t.upstream, t.tools, t.product, u.tool_count,"
     " (SELECT sum(tool_count) FROM tool_upstreams)"
@@ -433,24 +446,28 @@ def search(
 
     The query is read as plain words (any FTS5 syntax in it is just text); an empty query, or one
     with no word characters, returns []. The tools matching any of its words are ranked by bm25 and
-    the best ``WINDOW`` reranked by the upstreams the query names and the operation it asks for.
-    The filters run on the ranked matches, widening the window until ``k`` permitted tools are found
-    or the matches run out (never short of what is permitted). ``weights`` overrides the column
-    weights (for tuning; the default is the table's ``rank``).
+    the best ``WINDOW`` reranked (``_rerank``). The filters run on the ranked matches, widening the
+    window until ``k`` permitted tools are found or the matches run out (never short of what is
+    permitted). ``weights`` overrides the column weights (for tuning; the default is the table's
+    ``rank``).
     """
     parsed = parse_query(query)
     if not parsed.terms or k <= 0 or (allowed is not None and not allowed):
         return []
     order = "rank" if weights is None else f"bm25(tool_fts, {', '.join(str(float(w)) for w in weights)})"
-    sql = _WINDOW_SQL.format(order=order)
+    sql = f"SELECT rowid, {order} AS score FROM tool_fts WHERE tool_fts MATCH ? ORDER BY score, rowid LIMIT ?"
     expression = match_expression(parsed.terms)
     names = None if allowed is None else _as_set(allowed)
     keys = None if upstreams is None else _as_set(upstreams)
     window = max(WINDOW, 4 * k)
     while True:
-        rows = conn.execute(sql, (expression, window)).fetchall()
+        rows: list[tuple[Any, ...]] = conn.execute(sql, (expression, window)).fetchall()
+        tools = _tools(conn, [rowid for rowid, _ in rows])
         hits = [
-            row for row in rows if (names is None or row[2] in names) and (keys is None or row[3] in keys)
+            (tools[rowid], -float(score))
+            for rowid, score in rows
+            if (names is None or tools[rowid].name in names)
+            and (keys is None or tools[rowid].upstream in keys)
         ]
         if len(hits) >= k or len(rows) < window:
             break
@@ -466,25 +483,79 @@ def search(
         row[0]: row[1:]
         for row in conn.execute(
             f"SELECT t.rowid, {_HIT_COLUMNS} FROM tool_index AS t WHERE t.rowid IN ({marks})",
-            [rowid for rowid, _ in best],
+            [tool.rowid for tool, _ in best],
         )
     }
-    return [_hit((*found[rowid], -score)) for rowid, score in best]
+    return [_hit((*found[tool.rowid], -score)) for tool, score in best]
 
 
-@functools.lru_cache(maxsize=16_384)
+@dataclass(frozen=True, slots=True)
+class _Tool:
+    """What the rerank reads of an indexed tool (a row's content never changes: a catalogue's rows
+    are new rows, their ids from its event's position)."""
+
+    rowid: int
+    name: str
+    upstream: str
+    operation: str
+    verb: str
+    says: frozenset[str]
+    objects: frozenset[str]
+    summary: frozenset[str]
+
+
+_TOOLS: weakref.WeakKeyDictionary[apsw.Connection, dict[int, _Tool]] = weakref.WeakKeyDictionary()
+MAX_CACHED_TOOLS = 100_000
+"""Per connection; the cache starts over when a new one would pass it."""
+_TOOL_SQL = (
+    "SELECT rowid, name, upstream, operation, verb, name_stems, object_stems, summary_stems"
+    " FROM tool_index WHERE rowid IN ({marks})"
+)
+
+
+def _tools(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, _Tool]:
+    """The connection's cache of ``_Tool`` s, holding (at least) these rows."""
+    cache = _TOOLS.get(conn)
+    if cache is None:
+        cache = _TOOLS[conn] = {}
+    missing = [rowid for rowid in rowids if rowid not in cache]
+    if len(cache) + len(missing) > MAX_CACHED_TOOLS:
+        cache.clear()
+    for start in range(0, len(missing), 4096):
+        chunk = missing[start : start + 4096]
+        for rowid, name, upstream, op, verb, says, objects, summary in conn.execute(
+            _TOOL_SQL.format(marks=", ".join("?" * len(chunk))), chunk
+        ):
+            cache[rowid] = _Tool(
+                rowid, name, upstream, op, verb, _stem_set(says), _stem_set(objects), _stem_set(summary)
+            )
+    return cache
+
+
 def _stem_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-def _rerank(conn: apsw.Connection, parsed: Query, rows: Sequence[Sequence[Any]]) -> list[tuple[int, float]]:
-    """``(rowid, score)`` of the window's rows, best first, ``score`` the reranked one."""
+def _rerank(
+    conn: apsw.Connection, parsed: Query, hits: Sequence[tuple[_Tool, float]]
+) -> list[tuple[_Tool, float]]:
+    """The window's tools, best first, each with its reranked score::
+
+    BM25_BOOST * bm25 / the window's best bm25
+    + NAME_BOOST * the share of the query's words its name (or, for SUMMARY_CREDIT of a word,
+      its description's first sentence) says, by idf in tool names, qualifiers half
+    + PRECISION_BOOST * the share of its name's object words the query says
+    + PRODUCT_BOOST * how surely the query names its upstream
+    + OPERATION_BOOST * how well its name's operation fits the query's
+    """
     vocab = vocabulary(conn, parsed.stems, frozenset(parsed.names))
     named, idf = vocab.named, vocab.idf
-    # the words a tool name can say: the stems that say each (its own, one-word synonyms), runs of
-    # stems that say it together, the operation it asks for, and its weight (idf in tool names,
-    # less after a preposition)
-    words: list[tuple[frozenset[str], list[frozenset[str]], str | None, float]] = []
+    # the words a tool can say, each with its weight; which stems say which words (its own, one-word
+    # synonyms); runs of stems that say one together (two-word synonyms, rare)
+    weights: list[float] = []
+    said_by: dict[str, list[int]] = {}
+    runs: list[tuple[frozenset[str], int]] = []
+    verb_word = -1
     says: set[str] = set()
     for word in parsed.words:
         says.add(word.stem)
@@ -492,40 +563,56 @@ def _rerank(conn: apsw.Connection, parsed: Query, rows: Sequence[Sequence[Any]])
         rarity = max(
             [idf.get(word.stem, 0.0)] + [min(idf.get(s, 0.0) for s in alt) for alt in word.alternatives]
         )
-        if rarity > 0 or word.operation:
-            singles = frozenset([word.stem, *(alt[0] for alt in word.alternatives if len(alt) == 1)])
-            runs = [frozenset(alt) for alt in word.alternatives if len(alt) > 1]
-            words.append((singles, runs, word.operation, (rarity or 1.0) * word.weight))
-    asked = sum(w[3] for w in words) or 1.0
+        if rarity <= 0 and not word.operation:
+            continue
+        i = len(weights)
+        weights.append((rarity or 1.0) * word.weight)
+        for s in {word.stem, *(alt[0] for alt in word.alternatives if len(alt) == 1)}:
+            said_by.setdefault(s, []).append(i)
+        runs.extend((frozenset(alt), i) for alt in word.alternatives if len(alt) > 1)
+        if word.operation:
+            verb_word = i
+    stems = frozenset(said_by)
+    asked = sum(weights) or 1.0
     operation = parsed.operation
     if operation is None and parsed.words and parsed.words[0].stem not in idf and not named:
         operation = ""  # it starts with a word no tool name uses: a verb we do not know, not a thing
     fits: dict[str, float] = {}  # by the tool's verb
-    top = -float(rows[0][1]) or 1.0
+    top = hits[0][1] or 1.0
     scored = []
-    for rowid, score, _name, upstream, tool_op, tool_verb, name_stems, object_stems in rows:
-        have = _stem_set(name_stems)
+    for tool, bm25 in hits:
+        by_name: set[int] = set()
+        for s in tool.says & stems:
+            by_name.update(said_by[s])
+        if verb_word >= 0 and tool.operation == operation:
+            by_name.add(verb_word)
+        for run, i in runs:
+            if run <= tool.says:
+                by_name.add(i)
         said = 0.0
-        for singles, runs, word_op, weight in words:
-            if (
-                not singles.isdisjoint(have)
-                or (word_op and word_op == tool_op)
-                or any(run <= have for run in runs)
-            ):
-                said += weight
-        objects = _stem_set(object_stems)
+        for i in by_name:
+            said += weights[i]
+        told = tool.summary & stems
+        if told or runs:
+            by_summary: set[int] = set()
+            for s in told:
+                by_summary.update(said_by[s])
+            by_summary.update(i for run, i in runs if run <= tool.summary)
+            for i in by_summary - by_name:
+                said += SUMMARY_CREDIT * weights[i]
+        objects = tool.objects
         precision = len(objects & says) / len(objects) if objects else EMPTY_PRECISION
-        fit = fits.get(tool_verb)
+        fit = fits.get(tool.verb)
         if fit is None:
-            fit = fits[tool_verb] = verb_match(operation, parsed.verb, tool_op, tool_verb)
+            fit = fits[tool.verb] = verb_match(operation, parsed.verb, tool.operation, tool.verb)
         value = (
-            BM25_BOOST * -float(score) / top
+            BM25_BOOST * bm25 / top
             + NAME_BOOST * said / asked
             + PRECISION_BOOST * precision
-            + PRODUCT_BOOST * named.get(upstream, 0.0)
+            + PRODUCT_BOOST * named.get(tool.upstream, 0.0)
             + OPERATION_BOOST * fit
         )
-        scored.append((rowid, value))
+        scored.append((tool, value))
     scored.sort(key=lambda item: -item[1])
     return scored
 

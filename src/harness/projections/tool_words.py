@@ -72,7 +72,7 @@ list: list enumerate
 search: search find query lookup look locate grep browse
 create: create add new make insert generate upsert append post draft write import upload put book
   schedule raise compose register setup fork copy clone duplicate install subscribe push attach
-  open file
+  open file comment
 update: update edit modify patch set rename move replace format change transition assign
   bump reschedule adjust tweak fix mark toggle merge close reopen complete resolve approve pause
   restore rollback scale apply upgrade mute unmute
@@ -100,6 +100,9 @@ trace test build deploy merge commit move ping email mail dm text"""
 NOUN_VERBS = frozenset(_NOUN_VERBS_TEXT.split())
 """Verbs that are as often nouns ("the on-call schedule"): read as the query's operation only when
 they come first ("schedule a call")."""
+
+SHOW_VERBS = frozenset({"show", "display", "see", "view", "give"})
+"""Verbs that ask for a list when what they name is in the plural ("show open incidents")."""
 
 QUESTION_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "how"})
 """A query asking one of these (and naming no verb) reads: its operation is ``read``."""
@@ -279,6 +282,9 @@ customer: client buyer
 invoice: bill billing
 subscription: plan
 coupon: discount promo
+organization: org
+size: large big small
+reaction: react emoji
 dispute: chargeback
 payment: charge paid
 price: pricing cost
@@ -485,8 +491,9 @@ def parse_query(query: str) -> Query:
     }
     verb = content[0] if verb_operation(raw[content[0]]) is not None else None
     operation = None if verb is None else verb_operation(raw[verb])
-    if operation is None and any(w in QUESTION_WORDS for w in raw):
-        operation = READ
+    asks = raw[0] in QUESTION_WORDS and not (raw[0] == "how" and raw[1:2] in (["do"], ["to"], ["can"]))
+    if asks or (operation is None and any(w in QUESTION_WORDS for w in raw)):
+        verb, operation = None, READ  # "who changed this page": a read; "how do I create": a create
     if operation is None:
         verb = next(
             (i for i in content if stem(raw[i]) not in NOUN_VERBS and verb_operation(raw[i]) is not None),
@@ -504,7 +511,8 @@ def parse_query(query: str) -> Query:
     )
     things = [i for i in content if i != verb]
     head = max((i for i in things if i < first_preposition), default=things[0] if things else None)
-    if operation in (None, READ) and head is not None and stem(raw[head]) != raw[head]:
+    shows = operation is None or (verb is not None and raw[verb] in SHOW_VERBS)
+    if shows and head is not None and stem(raw[head]) != raw[head]:
         operation = LIST
     words: dict[str, QueryWord] = {}
     for i in content:
