@@ -58,7 +58,6 @@ from harness.projections.tool_words import (
     STOPWORDS,
     SYNONYMS,
     Query,
-    label_prefixes,
     label_words,
     name_operation,
     parse_query,
@@ -263,8 +262,7 @@ def term_rows(
     upstream: str, tools: Sequence[ToolRow], labels: Iterable[str], shared: Iterable[str]
 ) -> list[tuple[Any, ...]]:
     """The ``tool_terms`` rows of an upstream: each name word's count of tools, product words marked
-    (and counted 0 if no name holds them), and the beginnings of its label words
-    (``tool_words.label_prefixes``: ``mongo``) as label words."""
+    (and counted 0 if no name holds them)."""
     counts: Counter[str] = Counter()
     for tool in tools:
         counts.update({stem(w) for w in split_words(tool.tool)})
@@ -273,9 +271,6 @@ def term_rows(
         rows[word] = (word, upstream, counts[word], SHARED)
     for word in labels:
         rows[word] = (word, upstream, counts.get(word, 0), LABEL)
-        for prefix in label_prefixes(word):
-            if prefix not in rows:
-                rows[prefix] = (prefix, upstream, 0, LABEL)
     return list(rows.values())
 
 
@@ -362,6 +357,10 @@ PRODUCT_BOOST = 0.75
 PRODUCT_SHARPNESS = 1.5
 """How fast a word's naming fades as other upstreams' tool names use it too."""
 
+SHARED_SHARPNESS = 4.5
+"""The same for a word only the upstream's tool names share (``task`` for asana is any task
+manager's word; ``kubectl`` only kubernetes')."""
+
 PRECISION_BOOST = 0.3
 """The weight of the share of the tool name's object words that the query says."""
 
@@ -425,7 +424,8 @@ def vocabulary(conn: apsw.Connection, stems: Sequence[str], own: Collection[str]
             continue
         owned = sum(n for _, n in owners)
         others = sum(n for _, n, p, _ in entries if not p)
-        share = (owned / (owned + others)) ** PRODUCT_SHARPNESS / len(owners) ** 0.5
+        sharpness = PRODUCT_SHARPNESS if any(p == LABEL for _, _, p, _ in entries) else SHARED_SHARPNESS
+        share = (owned / (owned + others)) ** sharpness / len(owners) ** 0.5
         for upstream, _ in owners:
             named[upstream] = min(1.0, named.get(upstream, 0.0) + share)
     return Vocabulary(named, idf)

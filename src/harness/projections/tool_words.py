@@ -201,22 +201,15 @@ def _product_word(word: str) -> bool:
     )
 
 
+_LABEL_SPLIT = re.compile(r"[\W_]+")
+
+
 def label_words(upstream: str, server_name: str) -> list[str]:
-    """The words of an upstream's NAME and of its server's name (stemmed, without verbs, digits and
-    ``GENERIC_PRODUCT_WORDS``): ``google-calendar`` → google calendar."""
-    words = (stem(w) for w in split_words(upstream) + split_words(server_name))
+    """The words of an upstream's NAME and of its server's name, split only between words (``Azure
+    DevOps`` → azure devops, ``MongoDB`` → mongodb, ``context7`` stays), stemmed, without verbs,
+    digits and ``GENERIC_PRODUCT_WORDS``."""
+    words = (stem(w) for w in _LABEL_SPLIT.split(f"{upstream} {server_name}".lower()) if w)
     return list(dict.fromkeys(w for w in words if _product_word(w)))
-
-
-def label_prefixes(word: str) -> list[str]:
-    """The beginnings of a label word people also write for it (``mongo`` for mongodb, ``elastic``
-    for elasticsearch): four letters or more, two fewer than the word or more, not a verb or a
-    stop word (``post`` is not postgres)."""
-    return [
-        word[:n]
-        for n in range(4, len(word) - 1)
-        if word[:n] not in OPERATIONS and word[:n] not in STOPWORDS and word[:n] not in GENERIC_PRODUCT_WORDS
-    ]
 
 
 def shared_words(tool_names: Iterable[str]) -> list[str]:
@@ -410,8 +403,10 @@ for comes first, what qualifies it after."""
 # How people abbreviate the products the catalogues' upstreams and servers are named after.
 _ALIASES_TEXT = """
 kubernetes: k8s kube
-azure devops: ado
+devops: ado
 postgres: postgresql psql pg
+mongodb: mongo
+elasticsearch: elastic
 google calendar: gcal
 google workspace: gsuite
 github: gh
