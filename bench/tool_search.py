@@ -8,6 +8,8 @@ carries the catalogue's ``serverInfo.name``, as the daemon's does). Query sets (
 - ``repo``: ``bench/data/tool_queries.json`` (70 queries; used to tune the issue-3 search);
 - ``heldout-1``: ``HELD_OUT`` of ``bench/context_economy.py`` (56 queries written from tool names);
 - ``dev``: ``bench/data/tool-search-dev.jsonl`` (103 queries; the issue-12 tuning set);
+- ``dev-2``: ``bench/data/tool-search-dev-2.jsonl`` (93 tasks worded in other words than the tools',
+  written after the first held-out score to tune paraphrases on);
 - ``heldout-2``: ``bench/data/tool-search-heldout-2.jsonl`` (383 queries written from agent tasks
   before the issue-12 search was changed, never used to tune it; clusters: a product named, a task
   paraphrased, an entity type named).
@@ -65,6 +67,7 @@ SETS: dict[str, Path | None] = {
     "repo": HERE / "data" / "tool_queries.json",
     "heldout-1": None,  # context_economy.HELD_OUT
     "dev": HERE / "data" / "tool-search-dev.jsonl",
+    "dev-2": HERE / "data" / "tool-search-dev-2.jsonl",
     "heldout-2": HERE / "data" / "tool-search-heldout-2.jsonl",
 }
 BEFORE_REV = "1727d8c"
@@ -322,7 +325,7 @@ def main() -> int:
     ap.add_argument("--fastmcp-rounds", type=int, default=3)
     ap.add_argument("--misses", default="", help="list the queries of these sets whose first hit is wrong")
     ap.add_argument("--tune", action="store_true", help="search the bm25 column weights on --tune-sets")
-    ap.add_argument("--tune-sets", default="repo,dev")
+    ap.add_argument("--tune-sets", default="repo,dev,dev-2")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
