@@ -348,10 +348,10 @@ def match_expression(words: Sequence[str]) -> str:
 WINDOW = 48
 """How many bm25 matches are reranked (at least; more when a filter leaves fewer than ``k``)."""
 
-NAME_BOOST = 0.75
+NAME_BOOST = 1.5
 """The weight of the share of the query's words (by idf) that the tool's name says."""
 
-PRODUCT_BOOST = 0.75
+PRODUCT_BOOST = 1.0
 """The weight of how surely the query names the tool's upstream (0 to 1)."""
 
 PRODUCT_SHARPNESS = 1.5
@@ -370,10 +370,10 @@ EMPTY_PRECISION = 1.0
 SUMMARY_CREDIT = 0.5
 """What a query word said only by the first sentence of the description counts, against the name."""
 
-OPERATION_BOOST = 0.15
+OPERATION_BOOST = 0.2
 """The weight of ``tool_words.operation_match`` (-0.5 to 1)."""
 
-BM25_BOOST = 1.0
+BM25_BOOST = 0.75
 """The weight of the tool's bm25 over the window's best."""
 
 _TERMS_SQL = (
@@ -423,6 +423,8 @@ def vocabulary(conn: apsw.Connection, stems: Sequence[str], own: Collection[str]
         if not owners or word not in own:
             continue
         owned = sum(n for _, n in owners)
+        if owned <= 0:
+            continue  # an upstream listing no tools names none
         others = sum(n for _, n, p, _ in entries if not p)
         sharpness = PRODUCT_SHARPNESS if any(p == LABEL for _, _, p, _ in entries) else SHARED_SHARPNESS
         share = (owned / (owned + others)) ** sharpness / len(owners) ** 0.5

@@ -19,6 +19,7 @@ Nothing here is learnt: every table is written out below.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -67,14 +68,14 @@ READ, LIST, SEARCH, CREATE, UPDATE, DELETE, RUN, SEND = (
 _OPERATIONS_TEXT = """
 read: get read retrieve fetch show view describe inspect download explain info details whoami
   load see display check export render analyze analyse validate diff compare count summarize
-  summarise print preview watch
+  summarise print preview watch peek glance
 list: list enumerate
 search: search find query lookup look locate grep browse
 create: create add new make insert generate upsert append post draft write import upload put book
   schedule raise compose register setup fork copy clone duplicate install subscribe push attach
   open file comment
 update: update edit modify patch set rename move replace format change transition assign
-  bump reschedule adjust tweak fix mark toggle merge close reopen complete resolve approve pause
+  bump reschedule adjust tweak fix mark toggle merge close reopen complete resolve approve pause undo tick
   restore rollback scale apply upgrade mute unmute
 delete: delete remove drop erase clear archive uninstall unwatch cancel kill terminate purge wipe
   forget unsubscribe
@@ -100,6 +101,19 @@ trace test build deploy merge commit move ping email mail dm text"""
 NOUN_VERBS = frozenset(_NOUN_VERBS_TEXT.split())
 """Verbs that are as often nouns ("the on-call schedule"): read as the query's operation only when
 they come first ("schedule a call")."""
+
+_FILE_NAME = re.compile(
+    r"\b[\w.-]+\.(?:json|ya?ml|md|txt|py|ts|tsx|js|jsx|toml|csv|xlsx|docx|pdf|png|jpe?g|gif|svg|html|css"
+    r"|sh|go|rs|java|rb|xml|ini|cfg|lock|env|log|sql|ipynb)\b|\b(?:Dockerfile|Makefile|README|LICENSE)\b",
+    re.I,
+)
+"""A file's name in a query (``config.yaml``, ``README``) is read as the word ``file``."""
+
+OPENED_TO_READ = frozenset(
+    {"file", "files", "document", "doc", "page", "url", "link", "site", "website", "tab", "folder"}
+    | {"directory", "sheet", "spreadsheet", "pdf", "image", "email", "message", "browser"}
+)
+"""What "open" reads rather than creates."""
 
 SHOW_VERBS = frozenset({"show", "display", "see", "view", "give"})
 """Verbs that ask for a list when what they name is in the plural ("show open incidents")."""
@@ -234,6 +248,7 @@ def product_words(upstream: str, server_name: str, tool_names: Iterable[str]) ->
 _STOPWORDS_TEXT = """a an the and or but of to in on at by for with from into onto about as via is are was
 were be been do does did how i me my we our us you your it its this that these those what which who
 whom can could should would will shall may might must please want need some any all there here then
+their them they his her him she he out up off down
 than so such just also very let lets way thing things tool tools whose when where called named titled"""
 STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 """Words dropped from a query (unless nothing else is left): they match everywhere and rank noise."""
@@ -258,120 +273,245 @@ TRAILING_PARTICLES = frozenset({"in", "up", "out"})
 _SYNONYMS_TEXT = """
 pull request: pr
 merge request: mr
-issue: ticket bug error story
-repository: repo
+issue: ticket bug error story defect
+repository: repo codebase
 directory: folder dir
 document: doc docx
 spreadsheet: sheet workbook xlsx
 presentation: slides slide deck
 gmail message: email mail inbox
 message: dm
-event: meeting appointment invite call
-calendar: agenda
-freebusy: free busy availability available
-contact: person people phone
-user: member person people account
+thread: conversation replies
+draft: compose unsent
+label: tag category
+filter: rule
+event: meeting appointment invite call standup
+calendar: agenda diary
+freebusy: free busy availability available slot
+office: vacation away ooo holiday leave
+focus: deep_work concentrate
+respond: rsvp accept decline
+contact: person people phone address_book
+user: member person people account teammate colleague
 customer: client buyer
-invoice: bill billing
-subscription: plan
-coupon: discount promo
-organization: org
-size: large big small
-reaction: react emoji
+collaborator: shared member
+invoice: bill billing receipt
+invoice item: line_item
+finalize: send_invoice
+subscription: plan recurring membership
+coupon: discount promo voucher
 dispute: chargeback
-payment: charge paid
+payment intent: payment charge transaction
+payment link: checkout_link pay_link
 price: pricing cost
-balance: funds
+balance: funds money earned revenue
+refund: money_back reimburse repay
 record: row entry
-field: column
+field: column attribute
+property: field attribute
+association: linked relationship
+engagement: call meeting logged
+object: record crm
 database: db
 index: indices
-sql: query
+sql: query select
+aggregate: group_by summarise summarize
+explain: query_plan slow
 chart: graph plot diagram visualize visualise
-screenshot: capture
+organization chart: org_chart hierarchy reporting
+mind map: brainstorm
+sankey: flow
+fishbone: root_cause ishikawa
+flow diagram: flowchart process
+pie: proportion
+line: trend over_time
+word cloud: frequency
+pin map: locations markers
+screenshot: capture screengrab
 image: picture photo png jpg
 picture: image
 navigate: go visit goto url
+navigate back: previous back
 page: webpage site website
 tab: window
 click: press tap
 type: enter input
-dialog: popup
-snapshot: accessibility
-evaluate: javascript js
+fill: enter input populate
+dialog: popup confirm
+select option: dropdown choose pick
+snapshot: accessibility dom
+evaluate: javascript js script
+console: printed errors
+network request: api_calls traffic requests xhr
+emulate: simulate throttle device mobile
+resize: size viewport dimensions
+file upload: attach
+screencast: video recording record
+lighthouse audit: seo audit accessibility
+heapsnapshot: memory leak heap
+performance trace: load_time profile
 search: find look lookup
 scrape: extract
 crawl: spider
+map: sitemap urls links
 fetch: download
 comment: note remark
-label: tag
 task: todo chore
-close: done finish complete resolve
+close: done finish complete resolve tick
 reopen: undo
+completed: finished done
+dependency: blocked blocker depends
+subtask: sub_task smaller
+section: column group
 team: group squad
 incident: outage
 alert: alarm
 monitor: watch
 downtime: maintenance mute
-silence: mute snooze
+silence: mute snooze quiet
 oncall: pager rota
 schedule: rota rotation shift
+override: swap cover
 escalation: escalate
-metric: measure
+change event: deploy deployment
+log entry: timeline activity
+metric: measure usage
+incident metric: mttr mtta
+responder metric: acknowledge response_time
 trace: span latency
 profile: flamegraph flame
+annotation: marker
+panel image: graph_image
 datasource: data source
 deployment: deploy rollout replicas
 pod: container
-node: machine
+node: machine server
 context: cluster
+rollout: restart rollback
+scale: replicas resize
+exec: shell
+port forward: tunnel localhost
+install helm chart: helm_install
+uninstall helm chart: helm_uninstall helm_delete
 commit: save
 write: save
-diff: change changed
+diff: changed difference
 status: state
 checkout: switch
-reset: unstage
+reset: unstage undo
 log: history
+show: contents
+fork: copy
 pipeline: ci build
-workflow: job
-artifact: output
-flaky: intermittent unstable
+workflow: job jobs
+rerun: retry restart
+build failure: failed broken red
+artifact: output outputs
+flaky: intermittent unstable randomly
+test result: failing passing tests
 sprint: iteration
+agile board: scrum kanban board
 worklog: hours spent
 transition: move
-watcher: following follower
+watcher: following follower watching
 version: release
-edge: serverless lambda
+issue link: related relate
+epic: initiative
+customer request: support_request helpdesk
+service desk: helpdesk support
+page children: subpages child
+page history: versions revisions
+page views: readers viewers analytics
+restriction: permission access lock
+copy page: duplicate clone
+project update: status_update weekly_update
+release note: changelog
+cycle: sprint iteration
+roadmap: timeline
+initiative: goal
+webhook: hook callback
+notification: inbox
+favorite: bookmark star
+edge function: serverless lambda
 advisor: lint linter warning security
-migration: schema
-publishable: anon anonymous
+migration: schema_change
+publishable key: anon anonymous api_key
 bucket: storage
-move: rename
-process: program command
+restore: unpause resume
+pause: suspend
+typescript type: types
+move: rename relocate
+process: program command terminal
 terminate: stop kill
-place: shop cafe restaurant business venue nearby
-geocode: coordinates latitude longitude lat lng
-directions: route drive driving
-elevation: altitude height
+read process output: output stdout
+interact process: input repl stdin
+config: settings configuration preferences
+directory tree: layout structure hierarchy
+file info: metadata stat modified
+media file: png jpg mp3 audio video picture image
+multiple file: several many batch
+place: shop cafe restaurant business venue nearby station
+geocode: coordinates latitude longitude lat lng location
+reverse geocode: address street
+directions: route drive driving walk
+distance matrix: far distance travel
+elevation: altitude height sea_level
 time: clock timezone
 current: now today latest
-merge: squash land
-add: stage
-stock: share ticker equity
-quote: price
-earning: earnings
-paper: article publication preprint
-citation: cite cited bibtex reference
+stock: share ticker equity trading
+quote: price trading
+earning: earnings results
+income statement: revenue profit financials
+cashflow: cash_flow
+dividend: payout yield
+recommendation: analyst rating ratings
+option chain: options
+symbol comparison: compare versus vs
+paper: article publication preprint research
+citation: cite cited bibtex bibliography
 abstract: summary
+watch topic: notify subscribe
+outline: structure sections headings
 documentation: docs manual guide reference
-library: package framework
+library: package framework sdk module
 entity: fact remember
-observation: fact note
-relation: link relationship
+observation: fact note remember
+relation: link relationship connection
+node: entity
 sequentialthinking: think reasoning step
+echo: repeat
+sum: total
+env: environment variables
+gzip: compress zip
 wiki: knowledge
 heading: header title
-paragraph: text
+paragraph: passage
+protect document: lock password
+unprotect document: unlock
+page break: new_page
+format: bold italic style font
+format range: bold style
+data validation: dropdown allowed_values
+conditional format: highlight color
+pivot table: summarise summarize pivot
+goal seek: target solve
+trace formula: precedents depends
+sheet layout: freeze widen width
+write range: cells
+read range: cells
+numbered list: bullet_list bullets
+alternating row: stripes banded
+merge: squash land combine
+add: stage
+organization: org
+size: large big small
+reaction: emoji
+form response: answers submissions responses survey
+form: survey questionnaire poll
+drive access: share sharing editor viewer
+shareable link: share_link
+public access: publicly anyone
+import to google doc: upload_doc
 word: docx
 excel: xlsx
 """
@@ -381,13 +521,15 @@ def _synonym_table(text: str) -> dict[str, tuple[str, ...]]:
     table: dict[str, list[str]] = {}
     for line in text.strip().splitlines():
         head, _, said = line.partition(":")
-        for word in said.split():
-            table.setdefault(stem(word), []).extend(head.split())
+        for phrase in said.split():
+            key = " ".join(stem(w) for w in phrase.split("_"))
+            table.setdefault(key, []).append(head.strip())
     return {word: tuple(dict.fromkeys(heads)) for word, heads in table.items()}
 
 
 SYNONYMS: dict[str, tuple[str, ...]] = _synonym_table(_SYNONYMS_TEXT)
-"""A (stemmed) word people use → the words tools use for it (``pr`` → pull request)."""
+"""A (stemmed) word people use, or two adjacent ones (``money back``) → the words tools use for
+it (``pr`` → pull request, ``money back`` → refund)."""
 
 
 PREPOSITIONS = frozenset(
@@ -473,7 +615,7 @@ def parse_query(query: str) -> Query:
     a noun; ``list`` for a read of things in the plural: "show open incidents"), adjacent words
     joined (``on call`` → oncall), each word's synonyms; the FTS5 terms deduplicated and capped at
     ``MAX_QUERY_WORDS``."""
-    raw = split_words(query)
+    raw = split_words(_FILE_NAME.sub(" file ", query))
     if not raw:
         return Query((), (), None)
     content = [i for i, w in enumerate(raw) if w not in STOPWORDS] or list(range(len(raw)))
@@ -486,6 +628,8 @@ def parse_query(query: str) -> Query:
     }
     verb = content[0] if verb_operation(raw[content[0]]) is not None else None
     operation = None if verb is None else verb_operation(raw[verb])
+    if operation == CREATE and raw[content[0]] == "open" and any(raw[i] in OPENED_TO_READ for i in content):
+        operation = READ  # open a file, a page, a link: read it (open a PR, a ticket: create one)
     asks = raw[0] in QUESTION_WORDS and not (raw[0] == "how" and raw[1:2] in (["do"], ["to"], ["can"]))
     if asks or (operation is None and any(w in QUESTION_WORDS for w in raw)):
         verb, operation = None, READ  # "who changed this page": a read; "how do I create": a create
@@ -509,21 +653,29 @@ def parse_query(query: str) -> Query:
     shows = operation is None or (verb is not None and raw[verb] in SHOW_VERBS)
     if shows and head is not None and stem(raw[head]) != raw[head]:
         operation = LIST
+    phrases: dict[int, list[str]] = {}  # two adjacent content words people say for a tool word
+    for a, b in itertools.pairwise(content):
+        for said in SYNONYMS.get(f"{stem(raw[a])} {stem(raw[b])}", ()):
+            phrases.setdefault(a, []).append(said)
+            phrases.setdefault(b, []).append(said)
     words: dict[str, QueryWord] = {}
     for i in content:
         word = raw[i]
         if i != verb and word in GENERIC_VERBS and len(content) > 1:
             continue  # "the new sheet", "the open PRs": not what the query asks for
         s = stem(word)
-        alternatives = [tuple(stem(w) for w in h.split()) for h in SYNONYMS.get(s, ())]
+        alternatives = [
+            tuple(stem(w) for w in h.split()) for h in (*SYNONYMS.get(s, ()), *phrases.get(i, ()))
+        ]
         alternatives += [(joined[j],) for j in (i - 1, i) if j in joined]
         weight = 1.0 if i < first_preposition else MODIFIER_WEIGHT
         if s in words:
             weight = max(weight, words[s].weight)
         words[s] = QueryWord(s, weight, tuple(alternatives), operation if i == verb else None)
     terms = [*(raw[i] for i in content), *joined.values()]
+    for said_as in [*(SYNONYMS.get(s, ()) for s in words), *phrases.values()]:
+        terms.extend(w for tool_word in said_as for w in tool_word.split())
     for s in words:
-        terms.extend(SYNONYMS.get(s, ()))
         terms.extend(ALIASES.get(s, ()))
     if DROP_GENERIC_VERBS and verb is not None and raw[verb] in GENERIC_VERBS:
         terms = [t for t in terms if t != raw[verb]] or terms
