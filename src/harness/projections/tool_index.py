@@ -456,9 +456,11 @@ def search(
     parsed = parse_query(query)
     if not parsed.terms or k <= 0 or (allowed is not None and not allowed):
         return []
+    vocab = vocabulary(conn, parsed.stems, frozenset(parsed.names))
+    terms = [*parsed.terms, *(w for w in parsed.joined if w in vocab.idf)][:MAX_QUERY_WORDS]
     order = "rank" if weights is None else f"bm25(tool_fts, {', '.join(str(float(w)) for w in weights)})"
     sql = f"SELECT rowid, {order} AS score FROM tool_fts WHERE tool_fts MATCH ? ORDER BY score, rowid LIMIT ?"
-    expression = match_expression(parsed.terms)
+    expression = match_expression(terms)
     names = None if allowed is None else _as_set(allowed)
     keys = None if upstreams is None else _as_set(upstreams)
     window = max(WINDOW, 4 * k)
@@ -479,7 +481,7 @@ def search(
         window *= 8
     if not hits:
         return []
-    best = _rerank(conn, parsed, hits)[:k]
+    best = _rerank(parsed, vocab, hits)[:k]
     marks = ", ".join("?" * len(best))
     found = {
         row[0]: row[1:]
@@ -539,7 +541,7 @@ def _stem_set(text: str) -> frozenset[str]:
 
 
 def _rerank(
-    conn: apsw.Connection, parsed: Query, hits: Sequence[tuple[_Tool, float]]
+    parsed: Query, vocab: Vocabulary, hits: Sequence[tuple[_Tool, float]]
 ) -> list[tuple[_Tool, float]]:
     """The window's tools, best first, each with its reranked score::
 
@@ -550,14 +552,13 @@ def _rerank(
     + PRODUCT_BOOST * how surely the query names its upstream
     + OPERATION_BOOST * how well its name's operation fits the query's
     """
-    vocab = vocabulary(conn, parsed.stems, frozenset(parsed.names))
     named, idf = vocab.named, vocab.idf
-    # the words a tool can say, each with its weight; which stems say which words (its own, one-word
-    # synonyms); runs of stems that say one together (two-word synonyms, rare)
+    # the words a tool can say, each a bit with its weight; the stems that say them (their own,
+    # one-word synonyms); runs of stems that say one together (two-word synonyms)
     weights: list[float] = []
-    said_by: dict[str, list[int]] = {}
+    bits_of: dict[str, int] = {}
     runs: list[tuple[frozenset[str], int]] = []
-    verb_word = -1
+    verb_bit = 0
     says: set[str] = set()
     for word in parsed.words:
         says.add(word.stem)
@@ -567,52 +568,54 @@ def _rerank(
         )
         if rarity <= 0 and not word.operation:
             continue
-        i = len(weights)
+        bit = 1 << len(weights)
         weights.append((rarity or 1.0) * word.weight)
         for s in {word.stem, *(alt[0] for alt in word.alternatives if len(alt) == 1)}:
-            said_by.setdefault(s, []).append(i)
-        runs.extend((frozenset(alt), i) for alt in word.alternatives if len(alt) > 1)
+            bits_of[s] = bits_of.get(s, 0) | bit
+        runs.extend((frozenset(alt), bit) for alt in word.alternatives if len(alt) > 1)
         if word.operation:
-            verb_word = i
-    stems = frozenset(said_by)
+            verb_bit = bit
+    stems = frozenset(bits_of)
     asked = sum(weights) or 1.0
+    weight_of: dict[int, float] = {0: 0.0}
+
+    def weigh(bits: int) -> float:
+        w = weight_of.get(bits)
+        if w is None:
+            w = weight_of[bits] = sum(x for i, x in enumerate(weights) if bits >> i & 1) / asked
+        return w
+
     operation = parsed.operation
     if operation is None and parsed.words and parsed.words[0].stem not in idf and not named:
         operation = ""  # it starts with a word no tool name uses: a verb we do not know, not a thing
     fits: dict[str, float] = {}  # by the tool's verb
     top = hits[0][1] or 1.0
+    bm25_boost, name_boost, summary_credit = BM25_BOOST / top, NAME_BOOST, SUMMARY_CREDIT
+    precision_boost, product_boost, operation_boost = PRECISION_BOOST, PRODUCT_BOOST, OPERATION_BOOST
     scored = []
     for tool, bm25 in hits:
-        by_name: set[int] = set()
+        by_name = verb_bit if verb_bit and tool.operation == operation else 0
         for s in tool.says & stems:
-            by_name.update(said_by[s])
-        if verb_word >= 0 and tool.operation == operation:
-            by_name.add(verb_word)
-        for run, i in runs:
+            by_name |= bits_of[s]
+        by_summary = 0
+        for s in tool.summary & stems:
+            by_summary |= bits_of[s]
+        for run, bit in runs:
             if run <= tool.says:
-                by_name.add(i)
-        said = 0.0
-        for i in by_name:
-            said += weights[i]
-        told = tool.summary & stems
-        if told or runs:
-            by_summary: set[int] = set()
-            for s in told:
-                by_summary.update(said_by[s])
-            by_summary.update(i for run, i in runs if run <= tool.summary)
-            for i in by_summary - by_name:
-                said += SUMMARY_CREDIT * weights[i]
+                by_name |= bit
+            elif run <= tool.summary:
+                by_summary |= bit
         objects = tool.objects
         precision = len(objects & says) / len(objects) if objects else EMPTY_PRECISION
         fit = fits.get(tool.verb)
         if fit is None:
             fit = fits[tool.verb] = verb_match(operation, parsed.verb, tool.operation, tool.verb)
         value = (
-            BM25_BOOST * bm25 / top
-            + NAME_BOOST * said / asked
-            + PRECISION_BOOST * precision
-            + PRODUCT_BOOST * named.get(tool.upstream, 0.0)
-            + OPERATION_BOOST * fit
+            bm25_boost * bm25
+            + name_boost * (weigh(by_name) + summary_credit * weigh(by_summary & ~by_name))
+            + precision_boost * precision
+            + product_boost * named.get(tool.upstream, 0.0)
+            + operation_boost * fit
         )
         scored.append((tool, value))
     scored.sort(key=lambda item: -item[1])

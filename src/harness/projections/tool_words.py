@@ -108,6 +108,7 @@ _FILE_NAME = re.compile(
     re.I,
 )
 """A file's name in a query (``config.yaml``, ``README``) is read as the word ``file``."""
+_FILE_WORD = re.compile(r"Dockerfile|Makefile|README|LICENSE", re.I)
 
 OPENED_TO_READ = frozenset(
     {"file", "files", "document", "doc", "page", "url", "link", "site", "website", "tab", "folder"}
@@ -248,7 +249,7 @@ def product_words(upstream: str, server_name: str, tool_names: Iterable[str]) ->
 _STOPWORDS_TEXT = """a an the and or but of to in on at by for with from into onto about as via is are was
 were be been do does did how i me my we our us you your it its this that these those what which who
 whom can could should would will shall may might must please want need some any all there here then
-their them they his her him she he out up off down
+their them they his her him she he out up off down use using used
 than so such just also very let lets way thing things tool tools whose when where called named titled"""
 STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 """Words dropped from a query (unless nothing else is left): they match everywhere and rank noise."""
@@ -582,7 +583,7 @@ class Query:
     """A query as the search reads it."""
 
     terms: tuple[str, ...]
-    """What FTS5 matches (any of them): the content words, adjacent words joined, synonyms."""
+    """What FTS5 matches (any of them): the content words and their synonyms."""
 
     words: tuple[QueryWord, ...]
     """The content words, stemmed, in order, each once."""
@@ -593,6 +594,9 @@ class Query:
 
     verb: str = ""
     """The word that says the operation, if one does."""
+
+    joined: tuple[str, ...] = ()
+    """Adjacent words joined (``on call`` → oncall): a search looks for those some tool name says."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -615,10 +619,13 @@ def parse_query(query: str) -> Query:
     a noun; ``list`` for a read of things in the plural: "show open incidents"), adjacent words
     joined (``on call`` → oncall), each word's synonyms; the FTS5 terms deduplicated and capped at
     ``MAX_QUERY_WORDS``."""
-    raw = split_words(_FILE_NAME.sub(" file ", query))
+    if "." in query or _FILE_WORD.search(query):
+        query = _FILE_NAME.sub(" file ", query)
+    raw = split_words(query)
     if not raw:
         return Query((), (), None)
-    content = [i for i, w in enumerate(raw) if w not in STOPWORDS] or list(range(len(raw)))
+    content = [i for i, w in enumerate(raw) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+    content = content or list(range(len(raw)))  # "what's" → what s: a letter alone says nothing
     joined = {
         i: raw[i] + raw[i + 1]
         for i in range(len(raw) - 1)
@@ -672,7 +679,7 @@ def parse_query(query: str) -> Query:
         if s in words:
             weight = max(weight, words[s].weight)
         words[s] = QueryWord(s, weight, tuple(alternatives), operation if i == verb else None)
-    terms = [*(raw[i] for i in content), *joined.values()]
+    terms = [raw[i] for i in content]
     for said_as in [*(SYNONYMS.get(s, ()) for s in words), *phrases.values()]:
         terms.extend(w for tool_word in said_as for w in tool_word.split())
     for s in words:
@@ -684,4 +691,5 @@ def parse_query(query: str) -> Query:
         tuple(words.values()),
         operation,
         raw[verb] if verb is not None else "",
+        tuple(dict.fromkeys(joined.values())),
     )
