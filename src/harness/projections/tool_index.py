@@ -335,9 +335,11 @@ class ToolHit:
 
 def query_words(query: str) -> list[str]:
     """The words a plain FTS5 search of ``query`` looks for (the skill library's): the terms of
-    ``tool_words.parse_query`` and its verb (a tool search matches that by operation instead)."""
+    ``tool_words.parse_query``, its joined words and its verb (a tool search matches that by
+    operation instead, and looks for joined words only when a tool name says them)."""
     parsed = parse_query(query)
-    return list(dict.fromkeys([*parsed.terms, *([parsed.verb] if parsed.verb else [])]))[:MAX_QUERY_WORDS]
+    words = [*parsed.terms, *parsed.joined, *([parsed.verb] if parsed.verb else [])]
+    return list(dict.fromkeys(words))[:MAX_QUERY_WORDS]
 
 
 def match_expression(words: Sequence[str]) -> str:
