@@ -10,6 +10,8 @@ carries the catalogue's ``serverInfo.name``, as the daemon's does). Query sets (
 - ``dev``: ``bench/data/tool-search-dev.jsonl`` (103 queries; the issue-12 tuning set);
 - ``dev-2``: ``bench/data/tool-search-dev-2.jsonl`` (93 tasks worded in other words than the tools',
   written after the first held-out score to tune paraphrases on);
+- ``dev-3``: ``bench/data/tool-search-dev-3.jsonl`` (105 queries naming a product or an entity, over
+  tools the other sets seldom ask for; written after the third held-out score);
 - ``heldout-2``: ``bench/data/tool-search-heldout-2.jsonl`` (383 queries written from agent tasks
   before the issue-12 search was changed, never used to tune it; clusters: a product named, a task
   paraphrased, an entity type named).
@@ -68,6 +70,7 @@ SETS: dict[str, Path | None] = {
     "heldout-1": None,  # context_economy.HELD_OUT
     "dev": HERE / "data" / "tool-search-dev.jsonl",
     "dev-2": HERE / "data" / "tool-search-dev-2.jsonl",
+    "dev-3": HERE / "data" / "tool-search-dev-3.jsonl",
     "heldout-2": HERE / "data" / "tool-search-heldout-2.jsonl",
 }
 BEFORE_REV = "1727d8c"
@@ -325,7 +328,7 @@ def main() -> int:
     ap.add_argument("--fastmcp-rounds", type=int, default=3)
     ap.add_argument("--misses", default="", help="list the queries of these sets whose first hit is wrong")
     ap.add_argument("--tune", action="store_true", help="search the bm25 column weights on --tune-sets")
-    ap.add_argument("--tune-sets", default="repo,dev,dev-2")
+    ap.add_argument("--tune-sets", default="repo,dev,dev-2,dev-3")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
