@@ -43,7 +43,7 @@ import math
 import re
 import weakref
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -373,6 +373,9 @@ SUMMARY_CREDIT = 0.5
 """What a query word said only by the first sentence of the description counts, against the name."""
 
 OPERATION_BOOST = 0.2
+
+PLURAL_BOOST = 0.1
+"""Added when the tool's name holds a word the query says in the plural, as the query says it."""
 """The weight of ``tool_words.operation_match`` (-0.5 to 1)."""
 
 BM25_BOOST = 0.75
@@ -508,13 +511,14 @@ class _Tool:
     says: frozenset[str]
     objects: frozenset[str]
     summary: frozenset[str]
+    words: frozenset[str]
 
 
 _TOOLS: weakref.WeakKeyDictionary[apsw.Connection, dict[int, _Tool]] = weakref.WeakKeyDictionary()
 MAX_CACHED_TOOLS = 100_000
 """Per connection; the cache starts over when a new one would pass it."""
 _TOOL_SQL = (
-    "SELECT rowid, name, upstream, operation, verb, name_stems, object_stems, summary_stems"
+    "SELECT rowid, name, upstream, operation, verb, name_stems, object_stems, summary_stems, tool_words"
     " FROM tool_index WHERE rowid IN ({marks})"
 )
 
@@ -529,17 +533,70 @@ def _tools(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, _Tool]:
         cache.clear()
     for start in range(0, len(missing), 4096):
         chunk = missing[start : start + 4096]
-        for rowid, name, upstream, op, verb, says, objects, summary in conn.execute(
+        for rowid, name, upstream, op, verb, says, objects, summary, words in conn.execute(
             _TOOL_SQL.format(marks=", ".join("?" * len(chunk))), chunk
         ):
             cache[rowid] = _Tool(
-                rowid, name, upstream, op, verb, _stem_set(says), _stem_set(objects), _stem_set(summary)
+                rowid,
+                name,
+                upstream,
+                op,
+                verb,
+                _stem_set(says),
+                _stem_set(objects),
+                _stem_set(summary),
+                _stem_set(words),
             )
     return cache
 
 
 def _stem_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
+
+
+@dataclass
+class _Asked:
+    """The words of a query a tool name can say, each a bit with its weight (idf in tool names,
+    less after a preposition); the stems that say them (their own, one-word synonyms); runs of
+    stems that say one together (two-word synonyms); the verb's bit; every stem the query says."""
+
+    weights: list[float]
+    bits_of: dict[str, int]
+    runs: list[tuple[frozenset[str], int]]
+    verb_bit: int
+    says: frozenset[str]
+
+    @classmethod
+    def of(cls, parsed: Query, idf: dict[str, float]) -> _Asked:
+        """What ``parsed`` asks a tool name to say."""
+        asked = cls([], {}, [], 0, frozenset(parsed.stems))
+        for word in parsed.words:
+            rarity = max(
+                [idf.get(word.stem, 0.0)] + [min(idf.get(s, 0.0) for s in alt) for alt in word.alternatives]
+            )
+            if rarity <= 0 and not word.operation:
+                continue
+            bit = 1 << len(asked.weights)
+            asked.weights.append((rarity or 1.0) * word.weight)
+            for s in {word.stem, *(alt[0] for alt in word.alternatives if len(alt) == 1)}:
+                asked.bits_of[s] = asked.bits_of.get(s, 0) | bit
+            asked.runs.extend((frozenset(alt), bit) for alt in word.alternatives if len(alt) > 1)
+            if word.operation:
+                asked.verb_bit = bit
+        return asked
+
+    def weigher(self) -> Callable[[int], float]:
+        """The share of the query's weight some of its words' bits carry (memoised)."""
+        total = sum(self.weights) or 1.0
+        memo: dict[int, float] = {0: 0.0}
+
+        def weigh(bits: int) -> float:
+            w = memo.get(bits)
+            if w is None:
+                w = memo[bits] = sum(x for i, x in enumerate(self.weights) if bits >> i & 1) / total
+            return w
+
+        return weigh
 
 
 def _rerank(
@@ -553,47 +610,19 @@ def _rerank(
     + PRECISION_BOOST * the share of its name's object words the query says
     + PRODUCT_BOOST * how surely the query names its upstream
     + OPERATION_BOOST * how well its name's operation fits the query's
+    + PLURAL_BOOST if its name says a word the way the query does in the plural
     """
-    named, idf = vocab.named, vocab.idf
-    # the words a tool can say, each a bit with its weight; the stems that say them (their own,
-    # one-word synonyms); runs of stems that say one together (two-word synonyms)
-    weights: list[float] = []
-    bits_of: dict[str, int] = {}
-    runs: list[tuple[frozenset[str], int]] = []
-    verb_bit = 0
-    says: set[str] = set()
-    for word in parsed.words:
-        says.add(word.stem)
-        says.update(s for alt in word.alternatives for s in alt)
-        rarity = max(
-            [idf.get(word.stem, 0.0)] + [min(idf.get(s, 0.0) for s in alt) for alt in word.alternatives]
-        )
-        if rarity <= 0 and not word.operation:
-            continue
-        bit = 1 << len(weights)
-        weights.append((rarity or 1.0) * word.weight)
-        for s in {word.stem, *(alt[0] for alt in word.alternatives if len(alt) == 1)}:
-            bits_of[s] = bits_of.get(s, 0) | bit
-        runs.extend((frozenset(alt), bit) for alt in word.alternatives if len(alt) > 1)
-        if word.operation:
-            verb_bit = bit
+    named = vocab.named
+    asked = _Asked.of(parsed, vocab.idf)
+    bits_of, runs, verb_bit, says = asked.bits_of, asked.runs, asked.verb_bit, asked.says
     stems = frozenset(bits_of)
-    asked = sum(weights) or 1.0
-    weight_of: dict[int, float] = {0: 0.0}
-
-    def weigh(bits: int) -> float:
-        w = weight_of.get(bits)
-        if w is None:
-            w = weight_of[bits] = sum(x for i, x in enumerate(weights) if bits >> i & 1) / asked
-        return w
-
+    weigh = asked.weigher()
+    plurals = frozenset(parsed.plurals)
     operation = parsed.operation
-    if operation is None and parsed.words and parsed.words[0].stem not in idf and not named:
+    if operation is None and parsed.words and parsed.words[0].stem not in vocab.idf and not named:
         operation = ""  # it starts with a word no tool name uses: a verb we do not know, not a thing
     fits: dict[str, float] = {}  # by the tool's verb
-    top = hits[0][1] or 1.0
-    bm25_boost, name_boost, summary_credit = BM25_BOOST / top, NAME_BOOST, SUMMARY_CREDIT
-    precision_boost, product_boost, operation_boost = PRECISION_BOOST, PRODUCT_BOOST, OPERATION_BOOST
+    bm25_boost = BM25_BOOST / (hits[0][1] or 1.0)
     scored = []
     for tool, bm25 in hits:
         by_name = verb_bit if verb_bit and tool.operation == operation else 0
@@ -608,16 +637,16 @@ def _rerank(
             elif run <= tool.summary:
                 by_summary |= bit
         objects = tool.objects
-        precision = len(objects & says) / len(objects) if objects else EMPTY_PRECISION
         fit = fits.get(tool.verb)
         if fit is None:
             fit = fits[tool.verb] = verb_match(operation, parsed.verb, tool.operation, tool.verb)
         value = (
             bm25_boost * bm25
-            + name_boost * (weigh(by_name) + summary_credit * weigh(by_summary & ~by_name))
-            + precision_boost * precision
-            + product_boost * named.get(tool.upstream, 0.0)
-            + operation_boost * fit
+            + NAME_BOOST * (weigh(by_name) + SUMMARY_CREDIT * weigh(by_summary & ~by_name))
+            + PRECISION_BOOST * (len(objects & says) / len(objects) if objects else EMPTY_PRECISION)
+            + PRODUCT_BOOST * named.get(tool.upstream, 0.0)
+            + OPERATION_BOOST * fit
+            + (PLURAL_BOOST if plurals and not plurals.isdisjoint(tool.words) else 0.0)
         )
         scored.append((tool, value))
     scored.sort(key=lambda item: -item[1])

@@ -108,6 +108,7 @@ _FILE_NAME = re.compile(
     re.I,
 )
 """A file's name in a query (``config.yaml``, ``README``) is read as the word ``file``."""
+_WHO_AM_I = re.compile(r"\bwho\s+am\s+i\b", re.I)
 _FILE_WORD = re.compile(r"Dockerfile|Makefile|README|LICENSE", re.I)
 
 OPENED_TO_READ = frozenset(
@@ -143,11 +144,18 @@ def verb_operation(word: str) -> str | None:
 def name_operation(words: Sequence[str]) -> tuple[str, str]:
     """A tool's operation and the verb that says it, from its name's words (``('', '')`` when no
     word of it is a known verb)."""
-    for word in words:
+    for i, word in enumerate(words):
         op = OPERATIONS.get(word)
         if op:
+            if word in STARTS:  # start_search searches; start_process runs
+                later = next((w for w in words[i + 1 :] if w in _ANY_CORE_VERB), None)
+                if later is not None:
+                    return OPERATIONS[later], later
             return op, word
     return "", ""
+
+
+STARTS = frozenset({"start", "stop", "begin", "end"})
 
 
 _CORE_VERBS_TEXT = """
@@ -166,6 +174,7 @@ CORE_VERBS: dict[str, frozenset[str]] = {
 }
 """The verbs that say an operation plainly: ``duplicateIssue`` creates, but "create an issue" wants
 ``createIssue`` first."""
+_ANY_CORE_VERB = frozenset().union(*CORE_VERBS.values())
 
 
 def verb_match(query_op: str | None, query_verb: str, tool_op: str, tool_verb: str) -> float:
@@ -396,7 +405,7 @@ install helm chart: helm_install
 uninstall helm chart: helm_uninstall helm_delete
 commit: save
 write: save
-diff: changed difference
+diff: changed changes difference uncommitted
 status: state
 checkout: switch
 reset: unstage undo
@@ -481,6 +490,10 @@ relation: link relationship connection
 node: entity
 sequentialthinking: think reasoning step
 echo: repeat
+ping: reachable alive responsive
+viewer: whoami
+self: whoami
+defined name: named_range named_ranges
 sum: total
 env: environment variables
 gzip: compress zip
@@ -598,6 +611,9 @@ class Query:
     joined: tuple[str, ...] = ()
     """Adjacent words joined (``on call`` → oncall): a search looks for those some tool name says."""
 
+    plurals: tuple[str, ...] = ()
+    """Its words in the plural, as it says them (``users``)."""
+
     @property
     def names(self) -> tuple[str, ...]:
         """The stems that may name an upstream: its own words, and what their abbreviations stand for."""
@@ -619,6 +635,7 @@ def parse_query(query: str) -> Query:
     a noun; ``list`` for a read of things in the plural: "show open incidents"), adjacent words
     joined (``on call`` → oncall), each word's synonyms; the FTS5 terms deduplicated and capped at
     ``MAX_QUERY_WORDS``."""
+    query = _WHO_AM_I.sub(" whoami ", query)
     if "." in query or _FILE_WORD.search(query):
         query = _FILE_NAME.sub(" file ", query)
     raw = split_words(query)
@@ -692,4 +709,5 @@ def parse_query(query: str) -> Query:
         operation,
         raw[verb] if verb is not None else "",
         tuple(dict.fromkeys(joined.values())),
+        tuple(raw[i] for i in content if stem(raw[i]) != raw[i] and i != verb),
     )
