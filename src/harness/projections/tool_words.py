@@ -68,12 +68,12 @@ READ, LIST, SEARCH, CREATE, UPDATE, DELETE, RUN, SEND = (
 _OPERATIONS_TEXT = """
 read: get read retrieve fetch show view describe inspect download explain info details whoami
   load see display check export render analyze analyse validate diff compare count summarize
-  summarise print preview watch peek glance
+  summarise print preview watch peek glance grab
 list: list enumerate
 search: search find query lookup look locate grep browse
 create: create add new make insert generate upsert append post draft write import upload put book
   schedule raise compose register setup fork copy clone duplicate install subscribe push attach
-  open file comment
+  open file comment jot
 update: update edit modify patch set rename move replace format change transition assign
   bump reschedule adjust tweak fix mark toggle merge close reopen complete resolve approve pause undo tick
   restore rollback scale apply upgrade mute unmute
@@ -258,7 +258,7 @@ def product_words(upstream: str, server_name: str, tool_names: Iterable[str]) ->
 _STOPWORDS_TEXT = """a an the and or but of to in on at by for with from into onto about as via is are was
 were be been do does did how i me my we our us you your it its this that these those what which who
 whom can could should would will shall may might must please want need some any all there here then
-their them they his her him she he out up off down use using used
+their them they his her him she he out up off down use using used has have had
 than so such just also very let lets way thing things tool tools whose when where called named titled"""
 STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 """Words dropped from a query (unless nothing else is left): they match everywhere and rank noise."""
