@@ -37,6 +37,23 @@ def split_words(text: str) -> list[str]:
     return [w.lower() for w in _NON_WORD.split(text) if w]
 
 
+_TOKEN = re.compile(r"[^\W_]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def query_tokens(text: str) -> list[str]:
+    """Lower-case words of a query: split between words and at underscores, and a camelCase
+    identifier at its humps (``useEffect`` → use effect), but a capitalised name kept whole
+    (``GitLab`` → gitlab, ``PagerDuty`` → pagerduty, ``PRs`` → prs, ``k8s``, ``S3``)."""
+    words: list[str] = []
+    for token in _TOKEN.findall(text):
+        if token[0].islower() and not token.islower():
+            words.extend(w.lower() for w in _CAMEL.split(token) if w)
+        else:
+            words.append(token.lower())
+    return words
+
+
 _KEEP_S = ("ss", "us", "is", "as", "os", "ys")
 
 
@@ -166,7 +183,7 @@ create: create add new make insert
 update: update edit modify patch set
 delete: delete remove
 run: run execute exec
-send: send post reply
+send: send reply
 """
 CORE_VERBS: dict[str, frozenset[str]] = {
     op: frozenset(verbs.split())
@@ -638,7 +655,7 @@ def parse_query(query: str) -> Query:
     query = _WHO_AM_I.sub(" whoami ", query)
     if "." in query or _FILE_WORD.search(query):
         query = _FILE_NAME.sub(" file ", query)
-    raw = split_words(query)
+    raw = query_tokens(query)
     if not raw:
         return Query((), (), None)
     content = [i for i, w in enumerate(raw) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
@@ -686,7 +703,7 @@ def parse_query(query: str) -> Query:
     for i in content:
         word = raw[i]
         if i != verb and word in GENERIC_VERBS and len(content) > 1:
-            continue  # "the new sheet", "the open PRs": not what the query asks for
+            continue  # "the new sheet", "the open PRs": searched for, but not what the query asks
         s = stem(word)
         alternatives = [
             tuple(stem(w) for w in h.split()) for h in (*SYNONYMS.get(s, ()), *phrases.get(i, ()))

@@ -15,6 +15,8 @@ PROJECTION_TABLES = (
     "call_log",
     "top_k_hourly",
     "tool_index",
+    "tool_terms",
+    "tool_upstreams",
     "upstreams",
     "projection_checkpoints",
     "events",

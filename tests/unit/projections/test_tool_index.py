@@ -201,3 +201,92 @@ def test_a_search_over_some_upstreams_keys_finds_only_their_tools_though_names_r
     hits = search(c, "fetch page", k=5, upstreams=frozenset({two}))
     assert [(h.name, h.upstream) for h in hits] == [("web__fetch", two)]
     assert {h.upstream for h in search(c, "fetch page", k=5, allowed={"web__fetch"})} == {one, two}
+
+
+# ------------------------------------------------------------------------------------------ fleet
+
+FLEET = {
+    "gitlab": [
+        tool(
+            "get_file_contents", "Get the contents of a file or directory from a GitLab project", {"path": {}}
+        ),
+        tool("create_merge_request", "Create a new merge request in a GitLab project"),
+    ],
+    "git": [
+        tool("git_show", "Shows the contents of a commit", {"repo_path": {}, "revision": {}}),
+        tool("git_log", "Shows the commit logs", {"repo_path": {}}),
+        tool("git_status", "Shows the working tree status", {"repo_path": {}}),
+    ],
+    "calendar": [
+        tool("create-event", "Create a new calendar event"),
+        tool("list-events", "List events from one or more calendars"),
+        tool("delete-event", "Delete a calendar event"),
+    ],
+    "kb": [tool("post_page", "Create a page"), tool("get_page", "Retrieve a page")],
+    "wiki": [tool("get_page", "Get a wiki page by its title"), tool("list_pages", "List the wiki's pages")],
+}
+
+
+def served(upstream: str, server_name: str, tools: list[dict[str, object]] | str):
+    return catalog(upstream, tools).model_copy(update={"server_name": server_name})
+
+
+@pytest.fixture
+def fleet():
+    c = memory_store()
+    events = [catalog(up, tools) for up, tools in FLEET.items() if up != "kb"]
+    fold_into(c, [*events, served("kb", "Notion API", FLEET["kb"])])
+    return c
+
+
+def test_a_query_naming_a_product_finds_that_upstreams_tools_first(fleet):
+    assert names(search(fleet, "read the Dockerfile from our GitLab repo"))[0] == "gitlab__get_file_contents"
+    assert names(search(fleet, "show the contents of the last commit"))[0] == "git__git_show"
+
+
+def test_a_server_name_names_its_upstream(fleet):
+    assert names(search(fleet, "get the page from notion"))[0] == "kb__get_page"
+    assert names(search(fleet, "get the page from the wiki"))[0] == "wiki__get_page"
+
+
+def test_a_catalogue_refreshed_without_a_server_name_keeps_the_last_one(fleet):
+    fold_into(fleet, [served("kb", "", FLEET["kb"])])
+    assert fleet.execute("SELECT server_name FROM tool_upstreams WHERE upstream = 'kb'").fetchone() == (
+        "Notion API",
+    )
+    assert names(search(fleet, "get the page from notion"))[0] == "kb__get_page"
+
+
+def test_the_operation_a_query_asks_for_ranks_first(fleet):
+    assert names(search(fleet, "put the dentist appointment on my calendar"))[0] == "calendar__create-event"
+    assert names(search(fleet, "cancel tomorrow's meeting"))[0] == "calendar__delete-event"
+    assert names(search(fleet, "calendar events"))[0] == "calendar__list-events"  # things: a list
+    assert names(search(fleet, "wiki pages"))[0] == "wiki__list_pages"
+
+
+def test_tool_terms_count_name_words_and_mark_what_names_an_upstream(fleet):
+    rows = {
+        (word, upstream): (tools, product)
+        for word, upstream, tools, product in fleet.execute(
+            "SELECT word, upstream, tools, product FROM tool_terms"
+        )
+    }
+    assert rows[("event", "calendar")] == (3, 1)  # in every name: a word its tools share
+    assert rows[("calendar", "calendar")] == (0, 2)  # its NAME
+    assert rows[("notion", "kb")] == (0, 2)  # its server's name
+    assert rows[("page", "wiki")] == (2, 1)  # in both of its names
+    assert rows[("file", "gitlab")] == (1, 0)
+
+
+def test_an_upstream_listing_no_tools_names_none():
+    c = memory_store()
+    fold_into(c, [served("empty", "Empty Server", []), catalog("git", FLEET["git"])])
+    assert search(c, "empty") == []
+    assert names(search(c, "git status in the empty repo"))[0] == "git__git_status"
+
+
+def test_the_filters_still_hold_after_the_rerank(fleet):
+    allowed = {"wiki__get_page", "calendar__list-events"}
+    hits = search(fleet, "get the page from notion", k=5, allowed=allowed)
+    assert names(hits) == ["wiki__get_page"]
+    assert {h.upstream for h in search(fleet, "page", k=5, upstreams={"kb"})} == {"kb"}

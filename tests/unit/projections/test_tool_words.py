@@ -1,0 +1,127 @@
+"""How tool search reads tool names and queries: words, stems, operations, products, synonyms."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.projections.tool_words import (
+    SYNONYMS,
+    label_words,
+    name_operation,
+    operation_match,
+    parse_query,
+    shared_words,
+    split_words,
+    stem,
+    verb_match,
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("createPullRequest", ("create", "create")),
+        ("list_products", ("list", "list")),
+        ("linear_getViewer", ("read", "get")),
+        ("create-event", ("create", "create")),
+        ("hubspot-batch-create-objects", ("create", "create")),
+        ("API-post-page", ("create", "post")),
+        ("git_status", ("", "")),
+        ("start_search", ("search", "search")),
+        ("start_process", ("run", "start")),
+        ("manage_event", ("manage", "manage")),
+    ],
+)
+def test_a_tool_name_is_read_as_an_operation_and_the_verb_that_says_it(name, expected):
+    assert name_operation(split_words(name)) == expected
+
+
+def test_plurals_are_folded_and_an_acronyms_plural_stays_one_word():
+    assert [stem(w) for w in ("issues", "policies", "indexes", "branches", "prs")] == [
+        "issue",
+        "policy",
+        "index",
+        "branch",
+        "pr",
+    ]
+    assert [stem(w) for w in ("status", "analysis", "ids", "s")] == ["status", "analysis", "id", "s"]
+    assert split_words("list the open PRs") == ["list", "the", "open", "prs"]
+    assert split_words("get-issue.v2_HTTPServer") == ["get", "issue", "v", "2", "http", "server"]
+
+
+@pytest.mark.parametrize(
+    ("query", "operation"),
+    [
+        ("open a pull request", "create"),
+        ("open the config file", "read"),
+        ("what's on my calendar Friday", "read"),
+        ("who changed this page", "read"),
+        ("how do I create an issue", "create"),
+        ("delete the stale branch", "delete"),
+        ("book a call with the vendor", "create"),
+        ("stripe invoices", "list"),
+        ("show open incidents", "list"),
+        ("the stripe invoice", None),
+        ("the on-call schedule", None),
+        ("try the linear tools", ""),
+    ],
+)
+def test_a_query_says_its_operation_by_its_verb_or_question(query, operation):
+    assert parse_query(query).operation == operation
+
+
+def test_words_after_a_preposition_qualify_what_comes_before():
+    words = {w.stem: w.weight for w in parse_query("linear projects for the platform team").words}
+    assert words == {"linear": 1.0, "project": 1.0, "platform": 0.5, "team": 0.5}
+    hyphened = {w.stem: w.weight for w in parse_query("ping the on-call channel").words}
+    assert hyphened["channel"] == 1.0  # on-call is a word, not "on"
+
+
+def test_the_query_verb_is_matched_by_operation_and_other_common_verbs_are_not_asked_for():
+    parsed = parse_query("add a new sheet to the workbook")
+    assert parsed.operation == "create" and parsed.verb == "add"
+    assert "add" not in parsed.terms  # every tool name says an operation: matched as one
+    assert [w.stem for w in parsed.words] == ["add", "sheet", "workbook"]  # "new" only qualifies
+
+
+def test_synonyms_lead_from_what_people_say_to_what_tools_say():
+    assert SYNONYMS["pr"] == ("pull request",)
+    assert "dispute" in parse_query("recent chargebacks").terms
+    assert "refund" in parse_query("give the customer their money back").terms  # a two-word phrase
+    assert "navigate" not in parse_query("open a PR").terms
+
+
+def test_a_file_name_in_a_query_reads_as_a_file():
+    terms = parse_query("read the package.json from the repo").terms
+    assert "file" in terms and "json" not in terms
+    assert "file" in parse_query("show me the Dockerfile").terms
+
+
+def test_an_upstream_is_named_by_its_name_its_servers_name_and_what_its_tools_share():
+    assert label_words("azure-devops", "Azure DevOps MCP Server") == ["azure", "devop"]
+    assert label_words("context7", "Context7") == ["context7"]
+    assert label_words("notion", "Notion API") == ["notion"]  # "api" names nothing
+    tools = ["jira_get_issue", "jira_create_sprint", "confluence_get_page", "jira_add_comment"]
+    assert shared_words(tools) == ["jira"]
+
+
+def test_an_operation_fits_the_same_a_read_another_read_and_a_write_no_read():
+    assert operation_match("create", "create") == 1.0
+    assert operation_match("read", "list") == 0.5
+    assert operation_match("read", "create") == -0.5
+    assert operation_match(None, "list") == 1.0  # "stripe invoices": a list
+    assert operation_match(None, "create") == -0.5
+    assert operation_match("", "create") == 0.0  # a verb saying no operation
+    assert operation_match("create", "manage") == 0.5
+    assert operation_match("send", "create") == 0.5
+    assert (
+        verb_match("create", "create", "create", "duplicate") == 0.75
+    )  # duplicateIssue creates, less plainly
+    assert verb_match("create", "duplicate", "create", "duplicate") == 1.0
+
+
+def test_an_empty_or_wordless_query_reads_as_nothing():
+    for query in ("", "   ", "*", "'s"):
+        parsed = parse_query(query)
+        assert parsed.operation is None or query == "'s"
+        assert not parsed.words or query == "'s"
