@@ -1,35 +1,39 @@
 """The ``tool_index`` projection: every known tool, searchable with FTS5 and ranked by bm25, then
-by what a gateway knows of its fleet: which upstream a query names, and the operation it asks for.
+reranked by what a gateway knows of its fleet: which upstream a query names, what a tool's name
+says (its operation and the things it acts on), and the operation the query asks for.
 
 ``tool_index`` (the content table) holds one row per tool of each upstream's latest catalogue;
 ``tool_fts`` is an external-content FTS5 table over five of its columns:
 
-==================  ==========================================================  ======
-column              what                                                        weight
-==================  ==========================================================  ======
-``tool_words``      the tool's own name, and the name split into words           see
-``product_words``   the words that name its upstream (``tool_words.product_words``:  ``WEIGHTS``
-                    NAME, ``serverInfo.name``, words most of its tool names share)
+==================  ============================================================  ===========
+column              what                                                          weight
+==================  ============================================================  ===========
+``tool_words``      the tool's own name, and the name split into words             ``WEIGHTS``
+``product_words``   the words that name its upstream (``tool_words.label_words``:
+                    its NAME's and ``serverInfo.name``'s; ``shared_words``: those
+                    most of its tool names share, ``jira`` for atlassian)
 ``description``     the tool's description
 ``params``          parameter names, and each split into words
 ``param_docs``      parameter descriptions and enum values
-==================  ==========================================================  ======
+==================  ============================================================  ===========
 
 Names are split at ``_``, ``-``, ``.``, spaces, camelCase humps and letter/digit changes
 (``getPullRequest`` → ``get pull request``). The tokenizer is ``porter unicode61`` (stemmed,
-diacritics folded). Each row also keeps its name's ``operation`` (``create``, ``read``, …).
-``tool_terms`` counts, per upstream, its tools whose names hold each word (stemmed lightly), and
-marks its product words: a search looks a query's words up there to see which upstreams it names,
-and how surely (a word only one upstream's tools use names it; ``search`` names nothing).
-``tool_upstreams`` keeps each upstream's server name (a catalogue refreshed after a
-``list_changed`` notification comes without one).
+diacritics folded). Each row also keeps, for the rerank, its name's ``operation`` and ``verb``
+(``duplicateIssue``: create, duplicate), its words lightly stemmed (``name_stems``), those that are
+neither verbs nor product words (``object_stems``) and the stems of the description's first
+sentence (``summary_stems``). ``tool_terms`` counts, per upstream, its tools whose names hold each
+word and marks its product words (2: a label, 1: shared by its names); ``tool_upstreams`` keeps
+each upstream's server name (a catalogue refreshed after ``list_changed`` comes without one) and
+tool count.
 
-A search (``search``) reads the query (``tool_words.parse_query``: words, a light stem, the
-operation asked, synonyms), ranks the tools matching any of its words by bm25 (a window of
-``WINDOW`` or more), and reranks that window: ``score = bm25 / best bm25 * (1 + PRODUCT_BOOST *
-named) + OPERATION_BOOST * operation match``. Weights and boosts were tuned on
-``bench/data/tool_queries.json`` and ``bench/data/tool-search-dev.jsonl`` (``bench/tool_search.py``),
-never on the held-out sets.
+A search (``search``) reads the query (``tool_words.parse_query``: words, light stems, the
+operation asked, qualifiers after a preposition, synonyms), looks its words up in ``tool_terms``
+(``vocabulary``: which upstreams they name, how rare each is in tool names), ranks the tools
+matching any of them by bm25 and reranks the best ``WINDOW`` (``_rerank``). The weights and
+boosts were tuned with ``bench/tool_search.py`` on ``bench/data/tool_queries.json``, the
+``tool-search-dev*.jsonl`` sets and ``HELD_OUT`` of ``bench/context_economy.py``, never on
+``bench/data/tool-search-heldout-2.jsonl``.
 
 A catalogue event replaces every earlier entry of its upstream, so a tool the upstream no longer
 lists leaves the index.
