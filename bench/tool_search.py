@@ -32,7 +32,8 @@ Engines, in one run and on the same index build:
 
 p50 is of ``search(k=10)`` over the set's queries, warm, with ``allowed`` = every tool (what a lazy
 session passes); ``ours`` is also timed at 5,000 tools (catalogues cloned under other upstream keys)
-and with a policy allowing a third of them.
+and with a policy allowing a third of them, and against ``before`` in ``--pairs`` pairs of runs,
+order alternating, over all the queries (the ratio is what a loaded machine leaves comparable).
 
 Bars: p50 at 1,374 tools <= 1 ms and at 5,000 <= 2 ms (ours); on ``heldout-2`` recall@5 >= 0.90 and
 MRR@10 >= 0.75 (ours). ``--misses SET`` lists the queries of SET whose first hit is wrong (meant for
@@ -228,14 +229,18 @@ def child(spec_path: str) -> int:
     allowed = tool_names(conn)
     out: dict[str, Any] = {"rankings": {}, "ms": {}}
     for name, queries in spec["sets"].items():
-        out["rankings"][name] = rankings(conn, queries, allowed)
+        if spec.get("rankings", True):
+            out["rankings"][name] = rankings(conn, queries, allowed)
         out["ms"][name] = timings(conn, queries, spec["rounds"], allowed)
     json.dump(out, sys.stdout)
     return 0
 
 
-def run_before(rev: str, catalogs: str, sets: Mapping[str, list[str]], rounds: int) -> dict[str, Any]:
-    """The ``before`` engine: this script's ``--child`` under ``src/`` of ``rev``."""
+def run_before(
+    rev: str, catalogs: str, sets: Mapping[str, list[str]], rounds: int, *, ranked: bool = True
+) -> dict[str, Any]:
+    """The ``before`` engine: this script's ``--child`` under ``src/`` of ``rev`` (only its timings
+    when not ``ranked``)."""
     with tempfile.TemporaryDirectory() as tmp:
         archive = subprocess.run(
             ["git", "-C", str(REPO), "archive", "--format=tar", rev, "src"],
@@ -247,7 +252,9 @@ def run_before(rev: str, catalogs: str, sets: Mapping[str, list[str]], rounds: i
         with tarfile.open(tar_path) as tar:
             tar.extractall(tmp, filter="data")
         spec = Path(tmp) / "spec.json"
-        spec.write_text(json.dumps({"catalogs": catalogs, "sets": sets, "rounds": rounds}))
+        spec.write_text(
+            json.dumps({"catalogs": catalogs, "sets": sets, "rounds": rounds, "rankings": ranked})
+        )
         env = {**os.environ, "PYTHONPATH": str(Path(tmp) / "src")}
         proc = subprocess.run(
             [sys.executable, __file__, "--child", str(spec)],
@@ -288,6 +295,27 @@ def run_fastmcp(python: str, conn: apsw.Connection, queries: Sequence[str], roun
     return result
 
 
+def paired(a: argparse.Namespace, real: apsw.Connection, known: frozenset[str], queries: list[str]) -> None:
+    """p50 of ``before`` and ``ours`` at 1,374 tools in ``--pairs`` pairs, order alternating (a
+    loaded machine's noise is larger than the difference): each pair's p50s and the median ratio."""
+    ratios = []
+    print(f"paired p50, {len(queries)} queries x {a.rounds} rounds each, allowed = all, order alternating:")
+    for pair in range(a.pairs):
+        got: dict[str, float] = {}
+        for engine in ("before", "ours") if pair % 2 == 0 else ("ours", "before"):
+            if engine == "before":
+                ms = run_before(a.before, a.catalogs, {"all": queries}, a.rounds, ranked=False)["ms"]["all"]
+            else:
+                ms = timings(real, queries, a.rounds, known)
+            got[engine] = p50(ms)
+        ratios.append(got["ours"] / got["before"])
+        print(
+            f"  pair {pair + 1}: before {got['before']:.3f} ms  ours {got['ours']:.3f} ms"
+            f"  ratio {ratios[-1]:.2f}"
+        )
+    print(f"ours / before p50, median over pairs: {statistics.median(ratios):.2f}")
+
+
 # ------------------------------------------------------------------------------------------ tuning
 
 
@@ -326,6 +354,7 @@ def main() -> int:
     ap.add_argument("--before", default=BEFORE_REV, help="git revision of the 'before' engine ('' = none)")
     ap.add_argument("--fastmcp-python", default=FASTMCP_PYTHON, help="'' = no FastMCP reference")
     ap.add_argument("--fastmcp-rounds", type=int, default=3)
+    ap.add_argument("--pairs", type=int, default=3, help="paired before/ours p50 runs (0: none)")
     ap.add_argument("--misses", default="", help="list the queries of these sets whose first hit is wrong")
     ap.add_argument("--tune", action="store_true", help="search the bm25 column weights on --tune-sets")
     ap.add_argument("--tune-sets", default="repo,dev,dev-2,dev-3")
@@ -433,6 +462,8 @@ def main() -> int:
         f"BAR p50 {p50(small):.3f} ms at {len(known):,} (<= {BAR_P50_MS}) and {p50(large):.3f} ms at"
         f" {len(big_names):,} (<= {BAR_P50_BIG_MS}): {'PASS' if lat_ok else 'FAIL'}"
     )
+    if a.before and a.pairs > 0:
+        paired(a, real, known, all_q)
     if BAR_SET in sets:
         print(bar_line)
     for name in [s for s in a.misses.split(",") if s]:
