@@ -17,8 +17,25 @@ from pydantic import BaseModel, ConfigDict
 
 from harness.actors.asking import AnswersAsks
 from harness.events import Envelope, Event
-from harness.projections import Projection, all_projections, compact_folded, fold, install
-from harness.store import append, envelopes_for, last_position, open_for_writing, read_rows, to_envelope
+from harness.projections import (
+    Projection,
+    all_projections,
+    compact_folded,
+    fold,
+    fold_appended,
+    install,
+)
+from harness.store import (
+    append_values,
+    event_values,
+    last_position,
+    open_for_writing,
+    read_rows,
+    to_envelope,
+    transaction,
+    tune_for_writer,
+)
+from harness.store.checkpoints import BackgroundCheckpoints
 from harness.store.retention import CompactionResult
 
 log = logging.getLogger("harness.log_writer")
@@ -128,6 +145,7 @@ class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
         self._intake = intake
         self._projections = tuple(projections) if projections is not None else all_projections()
         self._conn: apsw.Connection | None = None
+        self._checkpoints: BackgroundCheckpoints | None = None
         self._next = 1
         self._written = 0
         self._batches = 0
@@ -135,12 +153,15 @@ class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
     def on_start(self) -> None:
         """Open the store, install projections and fold anything they have not seen yet."""
         conn = open_for_writing(self._path)
+        tune_for_writer(conn)
         self._conn = conn
         lowest = install(conn, self._projections)
         last = last_position(conn)
         self._next = last + 1
         if lowest < last:
             self._catch_up(conn, lowest)
+        self._checkpoints = BackgroundCheckpoints(self._path, conn)
+        self._checkpoints.start()
 
     def _catch_up(self, conn: apsw.Connection, after: int) -> None:
         batch: list[Envelope] = []
@@ -179,6 +200,8 @@ class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
             conn, older_than=older_than, projections=self._projections, between_steps=self._drain
         )
         self._next = result.position + 1
+        if self._checkpoints is not None:
+            self._checkpoints.after_commit()
         self._written += 1
         self._batches += 1
         self._compactions += 1
@@ -194,13 +217,15 @@ class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
         """Append and fold a batch in one transaction; return the last position written."""
         conn = self._conn
         assert conn is not None
-        envelopes = envelopes_for(events, self._next)
-        with conn:
-            cursor = conn.cursor()
-            append(cursor, envelopes)
-            fold(cursor, self._projections, envelopes)
-        self._next += len(envelopes)
-        self._written += len(envelopes)
+        first = self._next
+        values = event_values(events, first)  # each event serialized once, before the transaction
+        with transaction(conn) as cursor:
+            append_values(cursor, values)
+            fold_appended(cursor, self._projections, events, first)
+        if self._checkpoints is not None:
+            self._checkpoints.after_commit()
+        self._next += len(events)
+        self._written += len(events)
         self._batches += 1
         if self._on_commit is not None:
             self._on_commit(self._next - 1)
@@ -226,5 +251,8 @@ class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
         """Commit what is still queued, then close the connection."""
         if self._conn is not None:
             self._drain()
+            if self._checkpoints is not None:
+                self._checkpoints.stop()
+                self._checkpoints = None
             self._conn.close()
             self._conn = None

@@ -1,6 +1,13 @@
 """Projections: folds of the event log into query tables, each with a version and a checkpoint."""
 
-from harness.projections.base import Projection, ProjectionVersionError, compact_folded, fold, install
+from harness.projections.base import (
+    Projection,
+    ProjectionVersionError,
+    compact_folded,
+    fold,
+    fold_appended,
+    install,
+)
 from harness.projections.call_log import CallLogProjection, iso_ms
 from harness.projections.tool_index import ToolHit, ToolIndexProjection
 from harness.projections.top_k import TopKProjection
@@ -29,6 +36,7 @@ __all__ = [
     "all_projections",
     "compact_folded",
     "fold",
+    "fold_appended",
     "install",
     "iso_ms",
 ]

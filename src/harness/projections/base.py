@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import operator
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -9,7 +11,8 @@ from typing import Protocol
 
 import apsw
 
-from harness.events import Envelope
+from harness.events import Envelope, Event
+from harness.store import envelopes_at
 from harness.store.retention import STEP_EVENTS, CompactionResult, compact
 
 REMOVED_TABLE = "temp.retention_removed"
@@ -34,6 +37,12 @@ class Projection(Protocol):
 
     def apply(self, envelopes: Sequence[Envelope], cursor: apsw.Cursor) -> None:
         """Fold these envelopes into the projection's tables."""
+        ...
+
+    def apply_stored(self, cursor: apsw.Cursor, first: int, last: int) -> bool:
+        """Fold the rows of ``events`` with a handled name in ``[first, last]``, all at the current
+        version and all of them unfolded, in SQL from the stored JSON; False if this projection
+        cannot (then it gets ``apply`` with envelopes)."""
         ...
 
     def forget(self, cursor: apsw.Cursor, before: float) -> None:
@@ -61,6 +70,10 @@ class Folding:
     def __init_subclass__(cls, *, name: str, version: int, handles: Iterable[str], ddl: str) -> None:
         super().__init_subclass__()
         cls.name, cls.version, cls.handles, cls.ddl = name, version, frozenset(handles), ddl
+
+    def apply_stored(self, cursor: apsw.Cursor, first: int, last: int) -> bool:
+        """Folding stored rows in SQL is optional: by default a projection gets envelopes."""
+        return False
 
 
 class ProjectionVersionError(Exception):
@@ -108,27 +121,77 @@ def fold(cursor: apsw.Cursor, projections: Sequence[Projection], envelopes: Sequ
     """Fold a batch into every projection and advance each checkpoint (inside the caller's txn).
 
     Each projection sees only envelopes past its own checkpoint, so a partly folded store catches up
-    without applying anything twice.
+    without applying anything twice. The batch is split by stored name once, so a projection's share
+    costs what it handles, not the batch's length.
     """
     if not envelopes:
         return
     last = envelopes[-1].position
     first = envelopes[0].position
+    by_name: dict[str, list[Envelope]] = {}
+    for env in envelopes:
+        share = by_name.get(env.name)
+        if share is None:
+            by_name[env.name] = [env]
+        else:
+            share.append(env)
+    checkpoints = {str(name): int(position) for name, position in cursor.execute(_CHECKPOINTS)}
     for proj in projections:
-        done = cursor.execute(
-            "SELECT position FROM projection_checkpoints WHERE name = ?", (proj.name,)
-        ).fetchone()
-        after = int(done[0]) if done else 0
+        after = checkpoints.get(proj.name, 0)
         if after >= last:
             continue
-        handles = proj.handles
-        if after < first:
-            mine = [e for e in envelopes if e.name in handles]
-        else:
-            mine = [e for e in envelopes if e.position > after and e.name in handles]
+        shares = [by_name[name] for name in proj.handles if name in by_name]
+        if len(shares) == 1:
+            mine = shares[0]
+        else:  # several kinds of event: back in position order
+            mine = sorted(itertools.chain.from_iterable(shares), key=_POSITION)
+        if after >= first:
+            mine = [e for e in mine if e.position > after]
         if mine:
             proj.apply(mine, cursor)
-        cursor.execute("UPDATE projection_checkpoints SET position = ? WHERE name = ?", (last, proj.name))
+        cursor.execute(_ADVANCE, (last, proj.name))
+
+
+def fold_appended(
+    cursor: apsw.Cursor, projections: Sequence[Projection], events: Sequence[Event], first_position: int
+) -> None:
+    """:func:`fold` for ``events`` the caller has just appended (same transaction) at consecutive
+    positions from ``first_position``: the live writer's batch.
+
+    The same checkpoints and the same result as ``fold`` over their envelopes, without an envelope
+    per event: a projection that folds stored rows in SQL (``apply_stored``: ``call_log``,
+    ``top_k``) gets the range of its events, and only the others get envelopes, for their events
+    alone (catalogues, lifecycle: few). Envelopes held for a whole batch were most of the objects
+    the garbage collector had to track and scan while the writer drained a backlog (a fifth of its
+    time, measured with 200,000 queued events).
+    """
+    if not events:
+        return
+    last = first_position + len(events) - 1
+    by_name: dict[str, list[int]] = {}
+    for index, event in enumerate(events):
+        share = by_name.get(event.STORED_NAME)
+        if share is None:
+            by_name[event.STORED_NAME] = [index]
+        else:
+            share.append(index)
+    checkpoints = {str(name): int(position) for name, position in cursor.execute(_CHECKPOINTS)}
+    for proj in projections:
+        after = checkpoints.get(proj.name, 0)
+        if after >= last:
+            continue
+        shares = [by_name[name] for name in proj.handles if name in by_name]
+        mine = shares[0] if len(shares) == 1 else sorted(itertools.chain.from_iterable(shares))
+        if after >= first_position:
+            mine = [i for i in mine if first_position + i > after]
+        if mine and not proj.apply_stored(cursor, first_position + mine[0], first_position + mine[-1]):
+            proj.apply(envelopes_at(events, first_position, mine), cursor)
+        cursor.execute(_ADVANCE, (last, proj.name))
+
+
+_CHECKPOINTS = "SELECT name, position FROM projection_checkpoints"
+_ADVANCE = "UPDATE projection_checkpoints SET position = ? WHERE name = ?"
+_POSITION = operator.attrgetter("position")
 
 
 def compact_folded(

@@ -19,6 +19,7 @@ import apsw
 
 from harness.events import Envelope, ToolCallCompleted
 from harness.projections.base import Folding
+from harness.projections.call_log import CallLogProjection
 
 COUNTED_OUTCOMES: tuple[str, ...] = ("ok", "tool_error")
 GATEWAY_UPSTREAM = "harness"
@@ -47,9 +48,9 @@ ON CONFLICT(harness, hour, upstream, tool) DO UPDATE SET
 _UPSERT_FROM_LOG = """
 INSERT INTO top_k_hourly(harness, hour, upstream, tool, calls, last_position)
 SELECT harness, hour, upstream, tool, count(*), max(position) FROM (
-    SELECT json_extract(data, '$.harness') AS harness, CAST(floor(ts / 3600.0) AS INTEGER) AS hour,
-           json_extract(data, '$.upstream') AS upstream, json_extract(data, '$.tool') AS tool,
-           json_extract(data, '$.outcome') AS outcome, position
+    SELECT data ->> 'harness' AS harness, CAST(floor(ts / 3600.0) AS INTEGER) AS hour,
+           data ->> 'upstream' AS upstream, data ->> 'tool' AS tool,
+           data ->> 'outcome' AS outcome, position
     FROM events WHERE position BETWEEN ? AND ? AND name = ? AND version = ?
 ) WHERE harness IS NOT NULL AND outcome IN ('ok', 'tool_error') AND upstream != 'harness'
 GROUP BY harness, hour, upstream, tool
@@ -59,18 +60,35 @@ ON CONFLICT(harness, hour, upstream, tool) DO UPDATE SET
 """
 
 
+_UPSERT_FROM_CALL_LOG = """
+INSERT INTO top_k_hourly(harness, hour, upstream, tool, calls, last_position)
+SELECT c.harness, CAST(floor(e.ts / 3600.0) AS INTEGER) AS hour, c.upstream, c.tool, count(*), max(c.position)
+FROM call_log AS c JOIN events AS e ON e.position = c.position
+WHERE c.position BETWEEN ? AND ?
+  AND c.harness IS NOT NULL AND c.outcome IN ('ok', 'tool_error') AND c.upstream != 'harness'
+GROUP BY 1, 2, 3, 4
+ON CONFLICT(harness, hour, upstream, tool) DO UPDATE SET
+    calls = calls + excluded.calls,
+    last_position = max(last_position, excluded.last_position)
+"""
+"""The batch's counted calls from the ``call_log`` rows just folded (columns, not JSON), the hour
+from the event's ``ts`` column: what ``_UPSERT_FROM_LOG`` computes, without parsing JSON."""
+
+_CALL_LOG_FOLDED = "SELECT position FROM projection_checkpoints WHERE name = ?"
+
+
 class TopKProjection(Folding, name="top_k", version=1, handles={ToolCallCompleted.STORED_NAME}, ddl=_DDL):
     """Folds ``tool_call.completed`` events into hourly call counts per harness and tool."""
 
     def apply(self, envelopes: Sequence[Envelope], cursor: apsw.Cursor) -> None:
         """Add the batch's counted calls to their hourly buckets (one upsert per bucket).
 
-        Like ``call_log``: event objects are counted in Python, stored rows in SQL; same result.
+        A batch at the current version goes to ``apply_stored``; older rows (decoded and upcast) are
+        counted in Python, with the same result.
         """
         version = ToolCallCompleted.VERSION
-        if all(not e.decoded and e.version == version for e in envelopes):
-            first, last = envelopes[0].position, envelopes[-1].position
-            cursor.execute(_UPSERT_FROM_LOG, (first, last, ToolCallCompleted.STORED_NAME, version))
+        if all(e.version == version for e in envelopes):
+            self.apply_stored(cursor, envelopes[0].position, envelopes[-1].position)
             return
         buckets: dict[tuple[str, int, str, str], list[int]] = {}
         for env in envelopes:
@@ -89,6 +107,18 @@ class TopKProjection(Folding, name="top_k", version=1, handles={ToolCallComplete
                 bucket[1] = env.position  # envelopes come in position order
         if buckets:
             cursor.executemany(_UPSERT, [(*key, n, last) for key, (n, last) in buckets.items()])
+
+    def apply_stored(self, cursor: apsw.Cursor, first: int, last: int) -> bool:
+        """Count the stored calls in ``[first, last]`` in one statement: from their ``call_log`` rows
+        when ``call_log`` is folded through ``last`` (it folds first: always so in the writer and in
+        replay), which hold exactly the event's fields, else from the stored JSON."""
+        folded = cursor.execute(_CALL_LOG_FOLDED, (CallLogProjection.name,)).fetchone()
+        if folded is not None and int(folded[0]) >= last:
+            cursor.execute(_UPSERT_FROM_CALL_LOG, (first, last))
+        else:
+            version = ToolCallCompleted.VERSION
+            cursor.execute(_UPSERT_FROM_LOG, (first, last, ToolCallCompleted.STORED_NAME, version))
+        return True
 
     def forget(self, cursor: apsw.Cursor, before: float) -> None:
         """Drop the hours before ``before`` (a whole hour: those buckets lost every call)."""

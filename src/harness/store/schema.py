@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import apsw
@@ -107,6 +109,41 @@ def open_for_writing(path: Path) -> apsw.Connection:
                 (STORE_FORMAT, str(SCHEMA_VERSION)),
             )
     return conn
+
+
+WRITER_CACHE_KIB = 16_384
+"""Page cache of the writer's connection. A group of 4,096 call events dirties ~7 MB of pages; with
+SQLite's default 2 MB cache they spilled into the WAL before the commit and were read back (per
+100,000 events: 18,500 spilled pages, 34,800 misses; with 16 MiB: none, 27)."""
+
+
+def tune_for_writer(conn: apsw.Connection) -> None:
+    """Settings of the single writer's connection: none changes what is durable.
+
+    A page cache a group commit fits in (``WRITER_CACHE_KIB``), and statement journals kept in
+    memory (``temp_store``): a multi-row INSERT journals the pages it changes in case it must
+    roll back, into a temporary file by default.
+    """
+    conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+    conn.execute("PRAGMA temp_store=MEMORY")
+
+
+@contextmanager
+def transaction(conn: apsw.Connection) -> Iterator[apsw.Cursor]:
+    """``BEGIN`` … ``COMMIT`` (``ROLLBACK`` when the block raises), for the writer's group commits.
+
+    ``with conn:`` opens a SAVEPOINT instead, and while one is open SQLite copies every page the
+    transaction changes into a sub-journal first, in case of a ``ROLLBACK TO``: work a plain
+    transaction, which is all a group commit needs, does not do.
+    """
+    conn.execute("BEGIN")
+    try:
+        yield conn.cursor()
+    except BaseException:
+        if not conn.get_autocommit():  # SQLite may have rolled back already
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def open_read_only(path: Path) -> apsw.Connection:

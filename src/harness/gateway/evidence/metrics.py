@@ -13,23 +13,18 @@ from prometheus_client import (
     CollectorRegistry,
     Counter,
     Gauge,
-    Histogram,
     generate_latest,
 )
 
 from harness.events import CircuitClosed, CircuitOpened, Event, UpstreamStateChanged
+from harness.gateway.evidence.call_metrics import CallSeries, CallSeriesCollector
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
-CALLS = Counter(
-    "harness_mcp_calls",
-    "Tool calls through the gateway",
-    ("harness", "upstream", "tool", "outcome"),
-    registry=REGISTRY,
-)
-CALL_DURATION = Histogram(
-    "harness_mcp_call_duration_seconds", "Tool call latency", ("upstream", "tool"), registry=REGISTRY
-)
+CALL_SERIES = CallSeries()
+"""``harness_mcp_calls``, ``harness_mcp_call_duration_seconds``, ``harness_mcp_response_bytes``:
+counted by the recorder on the loop without locks (see :mod:`call_metrics`)."""
+REGISTRY.register(CallSeriesCollector(CALL_SERIES))
 UPSTREAM_UP = Gauge(
     "harness_mcp_upstream_up", "1 while the upstream is initialized", ("upstream",), registry=REGISTRY
 )
@@ -49,13 +44,6 @@ TOOL_SCHEMA_BYTES = Gauge(
 )
 CIRCUIT_OPEN = Gauge(
     "harness_mcp_circuit_open", "1 while the upstream's breaker is open", ("upstream",), registry=REGISTRY
-)
-RESPONSE_BYTES = Histogram(
-    "harness_mcp_response_bytes",
-    "Bytes of each tool call response",
-    ("upstream", "tool"),
-    buckets=(256, 1024, 4096, 16384, 65536, 262144, 1048576, float("inf")),
-    registry=REGISTRY,
 )
 
 

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.events import Event, ToolCallCompleted
+from harness.gateway.evidence.call_metrics import Count, Observations
 from harness.gateway.evidence.known_secrets import KnownSecrets
-from harness.gateway.evidence.metrics import CALL_DURATION, CALLS, RESPONSE_BYTES, tool_label
+from harness.gateway.evidence.metrics import CALL_SERIES, tool_label
 from harness.gateway.evidence.redaction import (
     REDACTED,
     canonical_json,
@@ -35,21 +36,18 @@ class CallRecorder:
         self.args_mode = args_mode
         self.known = KnownSecrets()
         """The daemon's own secret values (set from the configuration, at start and on reload)."""
-        self._metric_children: dict[tuple[str, str, str, str], tuple[Any, Any, Any]] = {}
+        self._metric_children: dict[tuple[str, str, str, str], tuple[Count, Observations, Observations]] = {}
 
-    def _children(self, harness: str, upstream: str, tool: str, outcome: str) -> tuple[Any, Any, Any]:
-        """The counter and histogram children for these labels (label lookups cost more than updates;
-        the cache is keyed by the capped label, so made-up tool names cannot grow it)."""
+    def _children(
+        self, harness: str, upstream: str, tool: str, outcome: str
+    ) -> tuple[Count, Observations, Observations]:
+        """The counter and histogram children for these labels (the cache is keyed by the capped
+        label, so made-up tool names cannot grow it)."""
         label = tool_label(upstream, tool)
         key = (harness, upstream, label, outcome)
         found = self._metric_children.get(key)
         if found is None:
-            found = (
-                CALLS.labels(harness, upstream, label, outcome),
-                CALL_DURATION.labels(upstream, label),
-                RESPONSE_BYTES.labels(upstream, label),
-            )
-            self._metric_children[key] = found
+            found = self._metric_children[key] = CALL_SERIES.children(harness, upstream, label, outcome)
         return found
 
     def stored_text(self, text: str, limit: int = 1000) -> str | None:
@@ -79,6 +77,7 @@ class CallRecorder:
         now_perf = time.perf_counter()
         latency_s = now_perf - started
         ident = session.identity
+        who = ident.attribution
         mode = self.args_mode
         stored_hash = stored_args = None
         if mode != "none":
@@ -86,25 +85,34 @@ class CallRecorder:
             stored_hash = args_hash(arguments, canonical)
             if mode == "redacted":
                 stored_args = redacted_args(arguments, canonical, self.known)
-        event = ToolCallCompleted(
-            ts=time.time() - latency_s,
-            session_id=session.session_id,
-            latency_ms=round(latency_s * 1000, 3),
-            **ident.attribution.fields(),
-            upstream=upstream,
-            tool=tool,
-            tier=tier,
-            args_hash=stored_hash,
-            args=stored_args,
-            outcome=outcome,
-            error_reason=reason,
-            response_bytes=response_bytes,
-            response_tokens_est=(response_bytes + 3) // 4,
-            trace_id=ident.trace_id,
-            span_id=span_id,
+        # Every field, in declaration order, of the type declared: the gateway computed each one, so
+        # the event skips validation (``Event.trusted``; the recording tests compare it with a
+        # validated event byte for byte).
+        event = ToolCallCompleted.trusted(
+            {
+                "ts": time.time() - latency_s,
+                "session_id": session.session_id,
+                "latency_ms": round(latency_s * 1000, 3),
+                "harness": who.harness,
+                "run_id": who.run_id,
+                "adapter": who.adapter,
+                "model": who.model,
+                "config_hash": who.config_hash,
+                "upstream": upstream,
+                "tool": tool,
+                "tier": tier,
+                "args_hash": stored_hash,
+                "args": stored_args,
+                "outcome": outcome,
+                "error_reason": reason,
+                "response_bytes": response_bytes,
+                "response_tokens_est": (response_bytes + 3) // 4,
+                "trace_id": ident.trace_id,
+                "span_id": span_id,
+            }
         )
         self._emit(event)
-        calls, duration, sizes = self._children(ident.harness or "", upstream, tool, outcome)
-        calls.inc()
+        calls, duration, sizes = self._children(who.harness or "", upstream, tool, outcome)
+        calls.value += 1
         duration.observe(latency_s)
         sizes.observe(response_bytes)

@@ -7,6 +7,7 @@ import binascii
 import json
 import re
 from collections.abc import Iterator
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import unquote
 
@@ -148,13 +149,19 @@ def _holds_secret(decoded: str) -> bool:
     return may_hold_secret(decoded) and redact_text(decoded) != decoded
 
 
+_NO_RUNS: frozenset[str] = frozenset()
+
+
 def encoded_secrets(text: str) -> tuple[frozenset[str], bool]:
     """The runs of ``text`` whose decoding holds a secret, and whether a percent-escaped part may
     (then each string with escapes is checked decoded)."""
-    runs = frozenset(
-        run for run in _runs(text) if any(_holds_secret(d) for d in _decodings(run.rstrip("=")) if d)
-    )
-    percent = _PERCENT.search(text) is not None and _holds_secret(unquote(text))
+    if len(text) < len(_RUN):  # too short to hold a run (the common small argument object)
+        runs = _NO_RUNS
+    else:
+        runs = frozenset(
+            run for run in _runs(text) if any(_holds_secret(d) for d in _decodings(run.rstrip("=")) if d)
+        )
+    percent = "%" in text and _PERCENT.search(text) is not None and _holds_secret(unquote(text))
     return runs, percent
 
 
@@ -284,16 +291,33 @@ _MARKERS = (
 """Every pattern above matches only text holding one of these (lower-cased): a cheap pre-check."""
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False)
+_CANONICAL_C = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(None, _CANONICAL.default, encode_basestring, None, ":", ",", True, False, True)
+)
+"""The C encoder ``_CANONICAL.encode`` builds on every call (with a closure), built once: the same
+output (same encoder, same options) for half the cost of a small argument object."""
 
 
 def canonical_json(arguments: Any) -> str:
     """The canonical JSON of interfaces.md: sorted keys, compact separators, UTF-8 kept."""
-    return _CANONICAL.encode(arguments)
+    if _CANONICAL_C is None:
+        return _CANONICAL.encode(arguments)
+    return "".join(_CANONICAL_C(arguments, 0))
+
+
+_MARKER_SEARCH = re.compile("|".join(map(re.escape, _MARKERS))).search
+_SHORT_TEXT = 96
+"""Up to this length one regex search for any marker is faster than a substring test per marker
+(~0.8 µs against ~3 µs at 22 characters); beyond it the substring tests win."""
 
 
 def may_hold_secret(text: str) -> bool:
     """False when no redaction pattern can match ``text`` (the common case, decided in ~1 µs)."""
     low = text.lower()
+    if len(low) <= _SHORT_TEXT:
+        return _MARKER_SEARCH(low) is not None
     return any(marker in low for marker in _MARKERS)
 
 
