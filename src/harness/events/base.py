@@ -24,6 +24,10 @@ class Event(BaseModel):
     ts: float
     """Event time: seconds since the epoch (UTC) from the gateway clock."""
 
+    FLAT_FIELDS: ClassVar[bool] = False
+    """True on a class whose fields are all strings, numbers, booleans or null (no nested model,
+    list or set): ``encode`` may then write its JSON from the field dict directly."""
+
     @classmethod
     def trusted(cls, fields: dict[str, Any]) -> Self:
         """The event of ``fields`` as they are, without validation: for the per-call hot path only.

@@ -228,6 +228,7 @@ class ToolCallCompleted(Event):
 
     STORED_NAME = "tool_call.completed"
     VERSION = 2
+    FLAT_FIELDS = True
     session_id: str
     """The downstream session that made the call."""
 

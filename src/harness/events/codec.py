@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from harness.events.base import Event, event_class
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
@@ -32,8 +34,18 @@ UPCASTERS[("tool_search.completed", 1)] = dict  # v2 lets query be null; v1 rows
 def encode(event: Event) -> str:
     """Canonical JSON text of an event's fields: declaration order, compact, UTF-8 kept.
 
-    The same text as ``event.model_dump_json()``, without its per-call argument handling.
+    The same text as ``event.model_dump_json()``, without its per-call argument handling. An event
+    whose fields are all flat (``FLAT_FIELDS``: strings, numbers, booleans, null) is written by
+    orjson from its field dict, at under half the cost (~2 µs against ~4.5 µs for a call event, the
+    writer's largest share of the GIL); both write the same text (compact, shortest float form,
+    UTF-8 unescaped), which a test checks on arbitrary values. What orjson refuses (an integer
+    beyond 64 bits, a lone surrogate) goes to pydantic.
     """
+    if event.FLAT_FIELDS:
+        try:
+            return orjson.dumps(event.__dict__).decode()
+        except TypeError:
+            pass
     return type(event).__pydantic_serializer__.to_json(event).decode()
 
 

@@ -7,6 +7,7 @@ import json
 import threading
 
 import apsw
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -130,3 +131,44 @@ json_values = st.recursive(
 def test_canonical_json_is_sorted_compact_and_utf8(value):
     expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert canonical_json(value) == expected
+
+
+texts = st.text(max_size=40)
+maybe_texts = st.none() | texts
+call_events = st.builds(
+    ToolCallCompleted,
+    ts=st.floats(),
+    session_id=texts,
+    latency_ms=st.floats(),
+    harness=maybe_texts,
+    run_id=maybe_texts,
+    adapter=maybe_texts,
+    model=maybe_texts,
+    config_hash=maybe_texts,
+    upstream=texts,
+    tool=texts,
+    tier=st.sampled_from(["read", "write"]),
+    args_hash=maybe_texts,
+    args=maybe_texts,
+    outcome=st.sampled_from(["ok", "tool_error", "timeout"]),
+    error_reason=maybe_texts,
+    response_bytes=st.integers(min_value=-(2**70), max_value=2**70),
+    response_tokens_est=st.integers(min_value=0, max_value=2**40),
+    trace_id=texts,
+    span_id=texts,
+)
+
+
+@given(call_events)
+def test_a_flat_event_is_written_as_pydantic_writes_it(event):
+    assert ToolCallCompleted.FLAT_FIELDS
+    assert encode(event) == event.model_dump_json()
+
+
+def test_what_orjson_refuses_goes_to_pydantic_which_decides():
+    (event,) = _recorded(1)
+    huge = event.model_copy(update={"response_bytes": 2**80})
+    assert encode(huge) == huge.model_dump_json()
+    odd = event.model_copy(update={"tool": "bad\ud800name"})
+    with pytest.raises(ValueError, match="surrogates not allowed"):  # refused as before orjson
+        encode(odd)
