@@ -6,7 +6,7 @@ import itertools
 import operator
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 import apsw
@@ -39,10 +39,11 @@ class Projection(Protocol):
         """Fold these envelopes into the projection's tables."""
         ...
 
-    def apply_stored(self, cursor: apsw.Cursor, first: int, last: int) -> bool:
+    def apply_stored(self, cursor: apsw.Cursor, first: int, last: int, folded: Mapping[str, int]) -> bool:
         """Fold the rows of ``events`` with a handled name in ``[first, last]``, all at the current
         version and all of them unfolded, in SQL from the stored JSON; False if this projection
-        cannot (then it gets ``apply`` with envelopes)."""
+        cannot (then it gets ``apply`` with envelopes). ``folded``: how far each projection is
+        folded in this transaction so far (one may build on another's rows)."""
         ...
 
     def forget(self, cursor: apsw.Cursor, before: float) -> None:
@@ -71,7 +72,7 @@ class Folding:
         super().__init_subclass__()
         cls.name, cls.version, cls.handles, cls.ddl = name, version, frozenset(handles), ddl
 
-    def apply_stored(self, cursor: apsw.Cursor, first: int, last: int) -> bool:
+    def apply_stored(self, cursor: apsw.Cursor, first: int, last: int, folded: Mapping[str, int]) -> bool:
         """Folding stored rows in SQL is optional: by default a projection gets envelopes."""
         return False
 
@@ -176,6 +177,7 @@ def fold_appended(
         else:
             share.append(index)
     checkpoints = {str(name): int(position) for name, position in cursor.execute(_CHECKPOINTS)}
+    advanced: list[str] = []
     for proj in projections:
         after = checkpoints.get(proj.name, 0)
         if after >= last:
@@ -184,9 +186,17 @@ def fold_appended(
         mine = shares[0] if len(shares) == 1 else sorted(itertools.chain.from_iterable(shares))
         if after >= first_position:
             mine = [i for i in mine if first_position + i > after]
-        if mine and not proj.apply_stored(cursor, first_position + mine[0], first_position + mine[-1]):
+        if mine and not proj.apply_stored(
+            cursor, first_position + mine[0], first_position + mine[-1], checkpoints
+        ):
             proj.apply(envelopes_at(events, first_position, mine), cursor)
-        cursor.execute(_ADVANCE, (last, proj.name))
+        checkpoints[proj.name] = last
+        advanced.append(proj.name)
+    if advanced:  # one statement for all: each SQLite statement is a GIL hand-off for the writer
+        marks = ",".join("?" * len(advanced))
+        cursor.execute(
+            f"UPDATE projection_checkpoints SET position = ? WHERE name IN ({marks})", (last, *advanced)
+        )
 
 
 _CHECKPOINTS = "SELECT name, position FROM projection_checkpoints"

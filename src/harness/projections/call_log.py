@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 import apsw
@@ -125,7 +125,7 @@ class CallLogProjection(
         round-trip exactly, so both give the same rows.
         """
         if all(e.version == ToolCallCompleted.VERSION for e in envelopes):
-            self.apply_stored(cursor, envelopes[0].position, envelopes[-1].position)
+            self.apply_stored(cursor, envelopes[0].position, envelopes[-1].position, {})
             return
         fields = _FIELD_VALUES  # one C call per row: the event's fields in column order
         rows = []
@@ -135,7 +135,7 @@ class CallLogProjection(
             rows.append((env.position, iso_ms(ev.ts), *fields(ev.__dict__)))
         cursor.executemany(_INSERT, rows)
 
-    def apply_stored(self, cursor: apsw.Cursor, first: int, last: int) -> bool:
+    def apply_stored(self, cursor: apsw.Cursor, first: int, last: int, folded: Mapping[str, int]) -> bool:
         """One INSERT … SELECT of the rows straight from the stored JSON (they were appended in this
         transaction): live and replay run the same statement, no Python runs per event, and SQLite
         does the work without the GIL, so the loop thread keeps running meanwhile."""

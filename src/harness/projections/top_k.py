@@ -13,7 +13,7 @@ upstream error, cancelled) do not.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import apsw
 
@@ -88,7 +88,9 @@ class TopKProjection(Folding, name="top_k", version=1, handles={ToolCallComplete
         """
         version = ToolCallCompleted.VERSION
         if all(e.version == version for e in envelopes):
-            self.apply_stored(cursor, envelopes[0].position, envelopes[-1].position)
+            folded = cursor.execute(_CALL_LOG_FOLDED, (CallLogProjection.name,)).fetchone()
+            through = {CallLogProjection.name: int(folded[0])} if folded is not None else {}
+            self.apply_stored(cursor, envelopes[0].position, envelopes[-1].position, through)
             return
         buckets: dict[tuple[str, int, str, str], list[int]] = {}
         for env in envelopes:
@@ -108,12 +110,11 @@ class TopKProjection(Folding, name="top_k", version=1, handles={ToolCallComplete
         if buckets:
             cursor.executemany(_UPSERT, [(*key, n, last) for key, (n, last) in buckets.items()])
 
-    def apply_stored(self, cursor: apsw.Cursor, first: int, last: int) -> bool:
+    def apply_stored(self, cursor: apsw.Cursor, first: int, last: int, folded: Mapping[str, int]) -> bool:
         """Count the stored calls in ``[first, last]`` in one statement: from their ``call_log`` rows
         when ``call_log`` is folded through ``last`` (it folds first: always so in the writer and in
         replay), which hold exactly the event's fields, else from the stored JSON."""
-        folded = cursor.execute(_CALL_LOG_FOLDED, (CallLogProjection.name,)).fetchone()
-        if folded is not None and int(folded[0]) >= last:
+        if folded.get(CallLogProjection.name, 0) >= last:
             cursor.execute(_UPSERT_FROM_CALL_LOG, (first, last))
         else:
             version = ToolCallCompleted.VERSION
