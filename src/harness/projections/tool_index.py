@@ -30,7 +30,9 @@ tool count.
 A search (``search``) reads the query (``tool_words.parse_query``: words, light stems, the
 operation asked, qualifiers after a preposition, synonyms), looks its words up in ``tool_terms``
 (``vocabulary``: which upstreams they name, how rare each is in tool names), ranks the tools
-matching any of them by bm25 and reranks the best ``WINDOW`` (``_rerank``). The weights and
+matching any of them by bm25 and reranks the best ``WINDOW`` (``_rerank``). The bm25 is FTS5's,
+computed from a per-connection ``_Snapshot`` of ``tool_terms`` and the FTS columns' postings (made
+again when the index changes) rather than by a ``MATCH`` query. The weights and
 boosts were tuned with ``bench/tool_search.py`` on ``bench/data/tool_queries.json``, the
 ``tool-search-dev*.jsonl`` sets and ``HELD_OUT`` of ``bench/context_economy.py``, never on
 ``bench/data/tool-search-heldout-2.jsonl``.
@@ -44,12 +46,13 @@ from __future__ import annotations
 import functools
 import json
 import math
+import operator
 import re
 import weakref
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 import apsw
 
@@ -96,6 +99,9 @@ WEIGHTS: tuple[float, ...] = (48.0, 0.75, 1.0, 9.0, 0.25)
 
 They are stored in the table's ``rank`` configuration: changing them means bumping ``version``."""
 
+TOKENIZE = "porter unicode61 remove_diacritics 2"
+"""The FTS5 tokenizer of ``tool_fts`` (the search reads rows and words with it too)."""
+
 FTS_COLUMNS: tuple[str, ...] = ("tool_words", "product_words", "description", "params", "param_docs")
 
 _DDL = f"""
@@ -122,7 +128,7 @@ CREATE INDEX tool_index_upstream ON tool_index(upstream);
 CREATE VIRTUAL TABLE tool_fts USING fts5(
     {", ".join(FTS_COLUMNS)},
     content='tool_index', content_rowid='rowid',
-    tokenize='porter unicode61 remove_diacritics 2'
+    tokenize='{TOKENIZE}'
 );
 INSERT INTO tool_fts(tool_fts, rank) VALUES ('rank', 'bm25({", ".join(str(w) for w in WEIGHTS)})');
 CREATE TABLE tool_terms(
@@ -333,8 +339,16 @@ class ToolHit:
     upstream: str
     tool: str
     description: str
-    input_schema: dict[str, Any]
+    schema_json: str = field(repr=False)
+    """The ``inputSchema`` as indexed, JSON text."""
     score: float
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The tool's ``inputSchema``, parsed on each read (a fresh dict: the live gateway reads only
+        names, so a search parses no schema)."""
+        schema: dict[str, Any] = json.loads(self.schema_json)
+        return schema
 
 
 def query_words(query: str) -> list[str]:
@@ -377,19 +391,14 @@ SUMMARY_CREDIT = 0.5
 """What a query word said only by the first sentence of the description counts, against the name."""
 
 OPERATION_BOOST = 0.2
+"""The weight of ``tool_words.operation_match`` (-0.5 to 1)."""
 
 PLURAL_BOOST = 0.1
 """Added when the tool's name holds a word the query says in the plural, as the query says it."""
-"""The weight of ``tool_words.operation_match`` (-0.5 to 1)."""
 
 BM25_BOOST = 0.75
 """The weight of the tool's bm25 over the window's best."""
 
-_TERMS_SQL = (
-    "SELECT t.word, t.upstream, t.tools, t.product, u.tool_count,"
-    " (SELECT sum(tool_count) FROM tool_upstreams)"
-    " FROM tool_terms AS t JOIN tool_upstreams AS u ON u.upstream = t.upstream WHERE t.word IN ({marks})"
-)
 _HIT_COLUMNS = "t.name, t.upstream, t.tool, t.description, t.input_schema"
 
 
@@ -405,7 +414,7 @@ class Vocabulary:
 
 
 def vocabulary(conn: apsw.Connection, stems: Sequence[str], own: Collection[str] = ()) -> Vocabulary:
-    """Look the query's stems up in ``tool_terms``.
+    """Look the query's stems up in ``tool_terms`` (as the connection's ``_Snapshot`` holds it).
 
     Only the query's ``own`` words (not their synonyms) name upstreams. A word names the upstreams
     whose product word it is, as surely as their tools (those whose names hold it, for a word
@@ -413,33 +422,7 @@ def vocabulary(conn: apsw.Connection, stems: Sequence[str], own: Collection[str]
     ``PRODUCT_SHARPNESS`` (``linear`` names linear: 1; ``search`` names brave-search hardly), shared
     out when it names several (``jira``: atlassian and jira, 0.7 each).
     """
-    if not stems:
-        return Vocabulary({}, {})
-    sql = _TERMS_SQL.format(marks=", ".join("?" * len(stems)))
-    rows: list[tuple[Any, ...]] = conn.execute(sql, tuple(stems)).fetchall()
-    by_word: dict[str, list[tuple[str, int, int, int]]] = {}
-    total = 1
-    for word, upstream, tools, product, size, all_tools_ in rows:
-        by_word.setdefault(word, []).append((upstream, tools, product, size))
-        total = all_tools_
-    named: dict[str, float] = {}
-    idf: dict[str, float] = {}
-    for word, entries in by_word.items():
-        df = sum(n for _, n, _, _ in entries)
-        if df:
-            idf[word] = math.log(1.0 + total / df)
-        owners = [(u, size if p == LABEL else n) for u, n, p, size in entries if p]
-        if not owners or word not in own:
-            continue
-        owned = sum(n for _, n in owners)
-        if owned <= 0:
-            continue  # an upstream listing no tools names none
-        others = sum(n for _, n, p, _ in entries if not p)
-        sharpness = PRODUCT_SHARPNESS if any(p == LABEL for _, _, p, _ in entries) else SHARED_SHARPNESS
-        share = (owned / (owned + others)) ** sharpness / len(owners) ** 0.5
-        for upstream, _ in owners:
-            named[upstream] = min(1.0, named.get(upstream, 0.0) + share)
-    return Vocabulary(named, idf)
+    return _snapshot(conn).vocabulary(stems, own)
 
 
 def search(
@@ -461,23 +444,41 @@ def search(
     window until ``k`` permitted tools are found or the matches run out (never short of what is
     permitted). ``weights`` overrides the column weights (for tuning; the default is the table's
     ``rank``).
+
+    The bm25 scores are FTS5's own, computed from the connection's ``_Snapshot`` of the index (its
+    postings, as the table's tokenizer reads each row) instead of by a ``MATCH`` query, which spent
+    most of a search scoring every match in five columns; a query word the tokenizer does not read
+    as one token, or ``weights``, runs the ``MATCH`` query.
     """
     parsed = parse_query(query)
     if not parsed.terms or k <= 0 or (allowed is not None and not allowed):
         return []
-    vocab = vocabulary(conn, parsed.stems, frozenset(parsed.names))
+    snapshot = _snapshot(conn)
+    vocab = snapshot.vocabulary(parsed.stems, frozenset(parsed.names))
     terms = [*parsed.terms, *(w for w in parsed.joined if w in vocab.idf)][:MAX_QUERY_WORDS]
-    order = "rank" if weights is None else f"bm25(tool_fts, {', '.join(str(float(w)) for w in weights)})"
-    sql = f"SELECT rowid, {order} AS score FROM tool_fts WHERE tool_fts MATCH ? ORDER BY score, rowid LIMIT ?"
-    expression = match_expression(terms)
+    ranked = snapshot.bm25(terms) if weights is None else None
+    if ranked is None:
+        order = "rank" if weights is None else f"bm25(tool_fts, {', '.join(str(float(w)) for w in weights)})"
+        sql = f"SELECT rowid, {order} AS score FROM tool_fts WHERE tool_fts MATCH ? ORDER BY score, rowid"
+        sql += " LIMIT ?"
+        expression = match_expression(terms)
+
+        def fetch(window: int) -> list[tuple[int, float]]:
+            return [(rowid, -float(score)) for rowid, score in conn.execute(sql, (expression, window))]
+    else:
+        everything = ranked
+
+        def fetch(window: int) -> list[tuple[int, float]]:
+            return everything[:window]
+
     names = None if allowed is None else _as_set(allowed)
     keys = None if upstreams is None else _as_set(upstreams)
     window = max(WINDOW, 4 * k)
     while True:
-        rows: list[tuple[Any, ...]] = conn.execute(sql, (expression, window)).fetchall()
+        rows = fetch(window)
         tools = _tools(conn, [rowid for rowid, _ in rows])
         hits = [
-            (tools[rowid], -float(score))
+            (tools[rowid], score)
             for rowid, score in rows
             if (names is None or tools[rowid].name in names)
             and (keys is None or tools[rowid].upstream in keys)
@@ -490,26 +491,199 @@ def search(
         window *= 8
     if not hits:
         return []
-    best = _rerank(parsed, vocab, hits)[:k]
-    marks = ", ".join("?" * len(best))
-    found = {
-        row[0]: row[1:]
-        for row in conn.execute(
-            f"SELECT t.rowid, {_HIT_COLUMNS} FROM tool_index AS t WHERE t.rowid IN ({marks})",
-            [tool.rowid for tool, _ in best],
-        )
-    }
-    return [_hit((*found[tool.rowid], -score)) for tool, score in best]
+    return [
+        ToolHit(tool.name, tool.upstream, tool.tool, tool.description, tool.schema_json, score)
+        for tool, score in _rerank(parsed, vocab, hits)[:k]
+    ]
+
+
+# FTS5's bm25 (``fts5Bm25Function`` in SQLite's fts5_aux.c): for each phrase of the query, in order,
+# score += idf * (freq * (k1 + 1)) / (freq + k1 * (1 - b + b * D / avgdl)), where freq sums the
+# column weights of the phrase's instances in the row, D is the row's token count, avgdl the
+# table's, and idf = log((N - hits + 0.5) / (hits + 0.5)), 1e-6 when not positive.
+_BM25_K1 = 1.2
+_BM25_B = 0.75
+_TOKENIZER, *_TOKENIZER_ARGS = TOKENIZE.split()
+_MAX_TOKEN_BYTES = 32_768
+"""FTS5 cuts longer tokens short (``FTS5_MAX_TOKEN_SIZE``): a query holding one runs ``MATCH``."""
+
+_KEY_SQL = "SELECT (SELECT max(rowid) FROM tool_index), count(*), total(tool_count) FROM tool_upstreams"
+"""What changes whenever the index does: a catalogue's new rows have the highest rowids (from its
+event's position), one that removes rows lowers the tool count (an empty catalogue replacing an
+upstream that listed none changes nothing a search reads)."""
+_ALL_TERMS_SQL = (
+    "SELECT t.word, t.upstream, t.tools, t.product, u.tool_count"
+    " FROM tool_terms AS t JOIN tool_upstreams AS u ON u.upstream = t.upstream ORDER BY t.word, t.upstream"
+)
+
+
+class _Snapshot:
+    """What a search reads of the index besides each tool's row, in memory, for one state of it
+    (``key``): ``tool_terms`` by word, and the postings of every token of the FTS5 columns."""
+
+    def __init__(self, conn: apsw.Connection, key: tuple[Any, ...], tokens: dict[str, str | None]) -> None:
+        self.key = key
+        self._tokens = tokens
+        self._tokenize = conn.fts5_tokenizer(_TOKENIZER, list(_TOKENIZER_ARGS))
+        self.terms: dict[str, list[tuple[str, int, int, int]]] = {}
+        for word, upstream, tools, product, size in conn.execute(_ALL_TERMS_SQL):
+            self.terms.setdefault(word, []).append((upstream, tools, product, size))
+        self.total = int(key[2]) or 1
+        postings: dict[str, dict[int, float]] = {}
+        sizes: dict[int, int] = {}
+        tokens_total = 0
+        for rowid, *texts in conn.execute(f"SELECT rowid, {_COLS} FROM tool_index"):
+            size = 0
+            for weight, text in zip(WEIGHTS, texts, strict=True):
+                said = self._words(
+                    str(text).encode(),
+                    apsw.FTS5_TOKENIZE_DOCUMENT,
+                    None,
+                    include_offsets=False,
+                    include_colocated=False,
+                )
+                size += len(said)
+                for token in said:
+                    rows = postings.get(token)
+                    if rows is None:
+                        rows = postings[token] = {}
+                    rows[rowid] = rows.get(rowid, 0.0) + weight
+            sizes[rowid] = size
+            tokens_total += size
+        self._postings = postings
+        self._rows = len(sizes)
+        avgdl = tokens_total / self._rows if self._rows else 1.0
+        self._norms = {rowid: _BM25_K1 * (1 - _BM25_B + _BM25_B * n / avgdl) for rowid, n in sizes.items()}
+        self._scores: dict[str, dict[int, float]] = {}
+
+    def _words(self, utf8: bytes, reason: int, locale: None, **flags: bool) -> list[str]:
+        """The tokens of ``utf8``, as ``tool_fts`` reads them (with ``include_offsets`` and
+        ``include_colocated`` false: each a plain string)."""
+        return cast("list[str]", self._tokenize(utf8, reason, locale, **flags))
+
+    def vocabulary(self, stems: Sequence[str], own: Collection[str]) -> Vocabulary:
+        """``vocabulary`` of ``stems``."""
+        named: dict[str, float] = {}
+        idf: dict[str, float] = {}
+        total = self.total
+        for word in sorted(set(stems)):
+            entries = self.terms.get(word)
+            if entries is None:
+                continue
+            df = sum(n for _, n, _, _ in entries)
+            if df:
+                idf[word] = math.log(1.0 + total / df)
+            owners = [(u, size if p == LABEL else n) for u, n, p, size in entries if p]
+            if not owners or word not in own:
+                continue
+            owned = sum(n for _, n in owners)
+            if owned <= 0:
+                continue  # an upstream listing no tools names none
+            others = sum(n for _, n, p, _ in entries if not p)
+            sharpness = PRODUCT_SHARPNESS if any(p == LABEL for _, _, p, _ in entries) else SHARED_SHARPNESS
+            share = (owned / (owned + others)) ** sharpness / len(owners) ** 0.5
+            for upstream, _ in owners:
+                named[upstream] = min(1.0, named.get(upstream, 0.0) + share)
+        return Vocabulary(named, idf)
+
+    def token(self, word: str) -> str | None:
+        """The one token the tokenizer reads ``word`` as in a query, or None (none, several, too long)."""
+        if word in self._tokens:
+            return self._tokens[word]
+        said: list[str] = []
+        try:
+            said = self._words(
+                word.encode(), apsw.FTS5_TOKENIZE_QUERY, None, include_offsets=False, include_colocated=False
+            )
+        except UnicodeEncodeError:
+            pass
+        token = said[0] if len(said) == 1 and len(said[0].encode()) < _MAX_TOKEN_BYTES else None
+        if len(self._tokens) >= MAX_CACHED_WORDS:
+            self._tokens.clear()
+        self._tokens[word] = token
+        return token
+
+    def scores(self, token: str) -> dict[int, float]:
+        """Each row holding ``token`` → what the token adds to its bm25."""
+        scores = self._scores.get(token)
+        if scores is None:
+            rows = self._postings.get(token, {})
+            hits = len(rows)
+            idf = math.log((self._rows - hits + 0.5) / (hits + 0.5))
+            if idf <= 0.0:
+                idf = 1e-6
+            norms = self._norms
+            scores = self._scores[token] = {
+                rowid: idf * ((f * (_BM25_K1 + 1.0)) / (f + norms[rowid])) for rowid, f in rows.items()
+            }
+        return scores
+
+    def bm25(self, words: Sequence[str]) -> list[tuple[int, float]] | None:
+        """The rows matching any of ``words`` with their bm25, best first (ties by rowid), as the
+        ``MATCH`` query ordered by ``rank`` gives them; None if a word is not one token."""
+        tokens = []
+        for word in words:
+            token = self.token(word)
+            if token is None:
+                return None
+            tokens.append(token)
+        total: dict[int, float] = {}
+        for token in tokens:
+            scores = self.scores(token)
+            if not total:
+                total = dict(scores)
+                continue
+            get = total.get
+            for rowid, score in scores.items():
+                total[rowid] = get(rowid, 0.0) + score
+        order = sorted(total)
+        order.sort(key=total.__getitem__, reverse=True)
+        return [(rowid, total[rowid]) for rowid in order]
+
+
+MAX_CACHED_WORDS = 100_000
+"""Query words' tokens kept per connection; the cache starts over when a new one would pass it."""
+
+
+@dataclass
+class _Cache:
+    """A connection's cache: its latest ``_Snapshot``, each query word's token, each row's ``_Tool``."""
+
+    snapshot: _Snapshot | None = None
+    tokens: dict[str, str | None] = field(default_factory=dict)
+    tools: dict[int, _Tool] = field(default_factory=dict)
+
+
+_CACHES: weakref.WeakKeyDictionary[apsw.Connection, _Cache] = weakref.WeakKeyDictionary()
+
+
+def _cache(conn: apsw.Connection) -> _Cache:
+    cache = _CACHES.get(conn)
+    if cache is None:
+        cache = _CACHES[conn] = _Cache()
+    return cache
+
+
+def _snapshot(conn: apsw.Connection) -> _Snapshot:
+    """The connection's ``_Snapshot`` of the index as it is now (made again when it changed)."""
+    cache = _cache(conn)
+    key: tuple[Any, ...] = conn.execute(_KEY_SQL).fetchone() or ()
+    if cache.snapshot is None or cache.snapshot.key != key:
+        cache.snapshot = _Snapshot(conn, key, cache.tokens)
+    return cache.snapshot
 
 
 @dataclass(frozen=True, slots=True)
 class _Tool:
-    """What the rerank reads of an indexed tool (a row's content never changes: a catalogue's rows
-    are new rows, their ids from its event's position)."""
+    """What the rerank reads of an indexed tool, and what a hit returns (a row's content never
+    changes: a catalogue's rows are new rows, their ids from its event's position)."""
 
     rowid: int
     name: str
     upstream: str
+    tool: str
+    description: str
+    schema_json: str
     operation: str
     verb: str
     says: frozenset[str]
@@ -518,39 +692,26 @@ class _Tool:
     words: frozenset[str]
 
 
-_TOOLS: weakref.WeakKeyDictionary[apsw.Connection, dict[int, _Tool]] = weakref.WeakKeyDictionary()
 MAX_CACHED_TOOLS = 100_000
 """Per connection; the cache starts over when a new one would pass it."""
 _TOOL_SQL = (
-    "SELECT rowid, name, upstream, operation, verb, name_stems, object_stems, summary_stems, tool_words"
-    " FROM tool_index WHERE rowid IN ({marks})"
+    "SELECT rowid, name, upstream, tool, description, input_schema, operation, verb,"
+    " name_stems, object_stems, summary_stems, tool_words FROM tool_index WHERE rowid IN ({marks})"
 )
 
 
 def _tools(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, _Tool]:
     """The connection's cache of ``_Tool`` s, holding (at least) these rows."""
-    cache = _TOOLS.get(conn)
-    if cache is None:
-        cache = _TOOLS[conn] = {}
+    cache = _cache(conn).tools
     missing = [rowid for rowid in rowids if rowid not in cache]
+    if not missing:
+        return cache
     if len(cache) + len(missing) > MAX_CACHED_TOOLS:
         cache.clear()
     for start in range(0, len(missing), 4096):
         chunk = missing[start : start + 4096]
-        for rowid, name, upstream, op, verb, says, objects, summary, words in conn.execute(
-            _TOOL_SQL.format(marks=", ".join("?" * len(chunk))), chunk
-        ):
-            cache[rowid] = _Tool(
-                rowid,
-                name,
-                upstream,
-                op,
-                verb,
-                _stem_set(says),
-                _stem_set(objects),
-                _stem_set(summary),
-                _stem_set(words),
-            )
+        for row in conn.execute(_TOOL_SQL.format(marks=", ".join("?" * len(chunk))), chunk):
+            cache[row[0]] = _Tool(*row[:8], *(_stem_set(text) for text in row[8:]))
     return cache
 
 
@@ -653,8 +814,11 @@ def _rerank(
             + (PLURAL_BOOST if plurals and not plurals.isdisjoint(tool.words) else 0.0)
         )
         scored.append((tool, value))
-    scored.sort(key=lambda item: -item[1])
+    scored.sort(key=_SCORE, reverse=True)  # stable: equal scores keep the bm25 order
     return scored
+
+
+_SCORE = operator.itemgetter(1)
 
 
 def _as_set(items: Collection[str]) -> Collection[str]:
@@ -675,7 +839,7 @@ def _names_json(names: Collection[str]) -> str:
 
 def _hit(row: Sequence[Any]) -> ToolHit:
     name, upstream, tool, description, schema, score = row
-    return ToolHit(name, upstream, tool, description, json.loads(schema), -float(score))
+    return ToolHit(name, upstream, tool, description, schema, -float(score))
 
 
 def all_tools(conn: apsw.Connection, *, allowed: Collection[str] | None = None) -> list[ToolHit]:
