@@ -10,7 +10,7 @@
   events around them) is written once, then ``harness.replay.replay`` copies it into a new file and
   folds every projection there. Checked: the new store's projection tables equal the source's.
 
-Bars: writer >= 50,000 events/s; replay >= 50,000 events/s. Medians over ``--repeats``.
+Bars: writer >= 100,000 events/s (issue 12); replay >= 50,000 events/s. Medians over ``--repeats``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from harness.actors.log_writer import EventIntake, LogWriterActor
 from harness.replay import replay
 from harness.testing.synthetic import SyntheticLog
 
-BAR = 50_000
+BAR = 100_000
+REPLAY_BAR = 50_000
 TABLES = ("events", "call_log", "top_k_hourly", "tool_index", "upstreams", "projection_checkpoints")
 
 
@@ -143,8 +144,9 @@ def main() -> int:
     for p in problems:
         print(f"  !! {p}")
     print(f"writer events/s median {w:,.0f} (bar >= {BAR:,}: {'PASS' if w >= BAR else 'FAIL'})")
-    print(f"replay events/s median {r:,.0f} (bar >= {BAR:,}: {'PASS' if r >= BAR else 'FAIL'})")
-    return 0 if w >= BAR and r >= BAR and not problems else 1
+    replay_held = r >= REPLAY_BAR
+    print(f"replay events/s median {r:,.0f} (bar >= {REPLAY_BAR:,}: {'PASS' if replay_held else 'FAIL'})")
+    return 0 if w >= BAR and replay_held and not problems else 1
 
 
 if __name__ == "__main__":
