@@ -53,6 +53,8 @@ class SupervisedUpstream:
         """The upstream's key, as its events name it (``NAME@<project id>`` for a project's)."""
         self.supervisor = supervisor
         self.protocol_version = ""
+        self.server_info: dict[str, Any] = {}
+        """``serverInfo`` of the last handshake: every catalogue event of this process carries it."""
         self.tools: list[dict[str, Any]] = []
         self.pid = 0
         self.first_attempt = link.first_attempt
@@ -106,6 +108,8 @@ class SupervisedUpstream:
             timeout=INIT_TIMEOUT_S,  # a slow start (npx, a JVM) is not a slow call
         )
         self.protocol_version = str(init.get("protocolVersion", ""))
+        info = init.get("serverInfo")
+        self.server_info = info if isinstance(info, dict) else {}
         capabilities = init.get("capabilities")
         self.link.capabilities = capabilities if isinstance(capabilities, dict) else {}
         self.link.send_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -125,7 +129,7 @@ class SupervisedUpstream:
         changed = tools != self.tools or init is not None
         self.tools = tools
         if changed:
-            info = (init or {}).get("serverInfo") or {}
+            info = self.server_info  # a refresh after list_changed has no handshake of its own
             self._publish(
                 ToolCatalogFetched(
                     ts=time.time(),
