@@ -40,3 +40,34 @@ def test_a_transport_closed_meanwhile_gets_nothing():
         box.write(t, b"late")
         t.closing = True
     assert t.writes == []
+
+
+def test_work_handed_over_during_a_burst_runs_after_its_writes_went_out_in_order():
+    box, t = Outbox(), Recorder()
+    seen: list[tuple[str, list[bytes]]] = []
+    with box:
+        box.write(t, b"answer")
+        box.after(lambda name: seen.append((name, list(t.writes))), "first")
+        with box:
+            box.after(lambda name: seen.append((name, list(t.writes))), "second")
+        assert seen == []
+    assert seen == [("first", [b"answer"]), ("second", [b"answer"])]
+
+
+def test_work_handed_over_outside_a_burst_runs_at_once():
+    box, seen = Outbox(), []
+    box.after(seen.append, 1)
+    assert seen == [1]
+
+
+def test_one_failing_piece_of_work_does_not_cost_the_others_theirs(caplog):
+    box, seen = Outbox(), []
+
+    def fails() -> None:
+        raise RuntimeError("boom")
+
+    with box:
+        box.after(fails)
+        box.after(seen.append, "ran")
+    assert seen == ["ran"]
+    assert "deferred work failed" in caplog.text

@@ -8,6 +8,7 @@ import pytest
 from connection_support import plain_session
 
 from harness.gateway.downstream.session import HANDSHAKE_VERSIONS
+from harness.gateway.evidence.recording import CallRecorder
 
 
 def make_session(initialized: str | None = "2025-11-25"):
@@ -82,3 +83,23 @@ def test_arguments_that_are_not_an_object_are_invalid_params():
         {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": [1]}}
     )
     assert sent[0]["error"]["code"] == -32602
+
+
+def test_inside_an_input_callback_a_call_is_recorded_only_after_its_answer_went_out():
+    from connection_support import FakeTransport
+
+    from harness.gateway.wire.outbox import OUTBOX
+
+    transport = FakeTransport()
+    written_when_recorded: list[bytes] = []
+    events: list = []
+    session = plain_session(lambda data: OUTBOX.write(transport, data), events)
+    session.recorder = CallRecorder(lambda _event: written_when_recorded.append(transport.written), "none")
+    session.handle({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
+    with OUTBOX:
+        session.handle(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "nope", "arguments": {}}}
+        )
+        assert written_when_recorded == []
+    [written] = written_when_recorded
+    assert json.loads(written.splitlines()[-1])["error"]["data"] == {"reason": "unknown_tool"}

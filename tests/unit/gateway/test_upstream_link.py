@@ -237,6 +237,36 @@ def test_at_the_deadline_the_upstream_gets_cancelled_with_its_own_id_and_the_cal
     run(scenario)
 
 
+def test_calls_share_one_deadline_timer_and_each_times_out_at_its_own_deadline():
+    async def scenario() -> None:
+        async with rig(timeout=0.1) as r:
+            loop = asyncio.get_running_loop()
+            caller, ended_at = FakeCaller(), {}
+            original = caller.call_ended
+
+            def call_ended(call: CallInflight, outcome: str, reason: str | None, size: int) -> None:
+                ended_at[call.downstream_id] = loop.time()
+                original(call, outcome, reason, size)
+
+            caller.call_ended = call_ended  # type: ignore[method-assign]
+            first_sent = loop.time()
+            r.call(caller, 1, "hang")
+            answered = r.call(caller, 2)
+            r.answer(answered.upstream_id)  # ends before its deadline: the timer skips it
+            await await_until(lambda: loop.time() >= first_sent + 0.05, timeout=WAIT, message="50 ms")
+            third_sent = loop.time()
+            r.call(caller, 3, "hang")
+            await await_until(lambda: len(caller.ended) == 3, timeout=WAIT, message="both deadlines")
+            assert caller.ended == [(2, "ok", None), (1, "timeout", "timeout"), (3, "timeout", "timeout")]
+            assert (
+                ended_at[1] >= first_sent + 0.1 - 0.001
+            )  # the loop fires a timer within its clock's resolution
+            assert ended_at[3] >= third_sent + 0.1 - 0.001
+            assert r.link.in_flight == 0
+
+    run(scenario)
+
+
 def test_detach_fails_calls_in_flight_and_waiting_with_upstream_error():
     async def scenario() -> None:
         async with rig(max_concurrency=1) as r:

@@ -6,8 +6,7 @@ upstream side never imports the downstream side.
 
 from __future__ import annotations
 
-import asyncio
-import os
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -22,6 +21,16 @@ NEXT_STEP = {
     "timeout": "The call took longer than the upstream's timeout; retry with a smaller request.",
     "circuit_open": "Calls to this upstream fail fast for a while; retry after its cooldown.",
 }
+
+
+_bits = random.Random().getrandbits
+"""A generator of the gateway's own (seeded from ``os.urandom``; nobody else's seed reaches it)."""
+
+
+def new_span_id() -> str:
+    """A span id: 16 hex digits, never all zero (OpenTelemetry's rule). Random, not secret: the
+    process's own generator costs no system call, where ``os.urandom`` does one per call."""
+    return f"{_bits(64) or 1:016x}"
 
 
 class Caller(Protocol):
@@ -57,8 +66,7 @@ class CallInflight:
     progress_token: Any
     started: float
     """A ``time.perf_counter()`` reading: when the request arrived."""
-    span_id: str = field(default_factory=lambda: os.urandom(8).hex())
-    timer: asyncio.TimerHandle | None = None
+    span_id: str = field(default_factory=new_span_id)
     probe: bool = False
     """Admitted as the breaker's half-open probe."""
     done: bool = False
@@ -68,9 +76,6 @@ class CallInflight:
 
     def _finish(self, outcome: Outcome, reason: str | None, response_bytes: int) -> None:
         self.done = True
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
         self.caller.call_ended(self, outcome, reason, response_bytes)
 
     def answered(self, message: dict[str, Any]) -> None:

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from harness import __version__
 from harness.events import Event, SessionClosed, SessionInitialized, ToolSearchCompleted
-from harness.gateway.calls.inflight import CallInflight
+from harness.gateway.calls.inflight import CallInflight, new_span_id
 from harness.gateway.downstream import modern_era
 from harness.gateway.downstream.features import MISSING_CAPABILITY, ServerFeatures
 from harness.gateway.downstream.log_relay import LogRelay
@@ -29,6 +29,7 @@ from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.library.prompts import PromptLibrary
 from harness.gateway.upstream.link import UpstreamLink
 from harness.gateway.wire import jsonrpc
+from harness.gateway.wire.outbox import OUTBOX
 from harness.rules.access import NotPermitted
 from harness.rules.exposure import Route, ToolView, session_listing
 from harness.rules.gateway_tools import (
@@ -267,7 +268,8 @@ class DownstreamSession:
         """The session's revision is settled (by ``initialize``, or a first 2026-07-28 request)."""
         self.protocol_version = version
         info = info if isinstance(info, dict) else {}
-        self._emit(
+        OUTBOX.after(
+            self._emit,
             SessionInitialized(
                 ts=time.time(),
                 session_id=self.session_id,
@@ -275,7 +277,7 @@ class DownstreamSession:
                 protocol_version=version,
                 client_name=str(info.get("name", ""))[:200],
                 client_version=str(info.get("version", ""))[:200],
-            )
+            ),
         )
 
     # ---------------------------------------------------------------- the 2026-07-28 era
@@ -585,7 +587,8 @@ class DownstreamSession:
             line = jsonrpc.result(request_id, result)
             self.send(line)
             self._record(_own_route(SEARCH_TOOLS), arguments, "ok", None, started, len(line))
-            self._emit(
+            OUTBOX.after(
+                self._emit,
                 ToolSearchCompleted(
                     ts=time.time(),
                     session_id=self.session_id,
@@ -595,7 +598,7 @@ class DownstreamSession:
                     k=k,
                     results=tuple(tool["name"] for tool in found),
                     latency_ms=round((time.perf_counter() - started) * 1000, 3),
-                )
+                ),
             )
 
         self._search(query, k, frozenset(view.tools), done)
@@ -622,7 +625,20 @@ class DownstreamSession:
         size: int,
         span_id: str | None = None,
     ) -> None:
-        """One call-log row for a call to ``route`` (a gateway tool's route names ``harness``)."""
+        """One call-log row for a call to ``route`` (a gateway tool's route names ``harness``), made
+        once the answer went out (``OUTBOX.after``): recording never delays the agent's answer."""
+        OUTBOX.after(self._record_now, route, arguments, outcome, reason, started, size, span_id)
+
+    def _record_now(
+        self,
+        route: Route,
+        arguments: Any,
+        outcome: Outcome,
+        reason: str | None,
+        started: float,
+        size: int,
+        span_id: str | None,
+    ) -> None:
         self.recorder.record(
             session=self,
             upstream=route.upstream,
@@ -633,7 +649,7 @@ class DownstreamSession:
             reason=reason,
             started=started,
             response_bytes=size,
-            span_id=span_id or os.urandom(8).hex(),
+            span_id=span_id or new_span_id(),
         )
 
     def _invalid(
@@ -735,10 +751,11 @@ class DownstreamSession:
                 waiting.link.cancel_call(waiting.call.upstream_id, "the client disconnected")
             self.modern.suspended.clear()
         self.features.close()
-        self._emit(
+        OUTBOX.after(
+            self._emit,
             SessionClosed(
                 ts=time.time(), session_id=self.session_id, harness=self.identity.harness, reason=reason
-            )
+            ),
         )
         if self._on_close is not None:
             self._on_close(self)

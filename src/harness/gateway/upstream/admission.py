@@ -100,6 +100,13 @@ class Slots:
         else:
             self._waiting[uid] = start
 
+    def take(self) -> bool:
+        """Take a slot if one is free now (True), without queueing."""
+        if self._active < self._limit:
+            self._active += 1
+            return True
+        return False
+
     def withdraw(self, uid: int) -> bool:
         """Stop waiting; True if ``uid`` was waiting."""
         return self._waiting.pop(uid, None) is not None

@@ -57,6 +57,11 @@ class UpstreamLink:
         self._next_id = 1
         self._pending: dict[int, CallInflight | _Request] = {}
         self._admitting: dict[int, _Admitting] = {}
+        self._deadlines: dict[int, float] = {}
+        """Each call's deadline (loop time), in submission order: the timeout is the link's, so the
+        first is the earliest. One timer, at the first deadline, serves them all (a timer per call
+        cost a heap push and a cancel per call)."""
+        self._sweep: asyncio.TimerHandle | None = None
         self._transport: Transport | None = None
         self.on_list_changed: Callable[[], None] = lambda: None
         self.on_resource_updated: Callable[[UpstreamLink, str], None] = lambda _link, _uri: None
@@ -103,6 +108,7 @@ class UpstreamLink:
         if self._transport is None:
             return False
         self._transport = None
+        self._deadlines.clear()  # every call below ends now
         admitting, self._admitting = self._admitting, {}
         self._slots.drain()
         for call, _message, _params in admitting.values():
@@ -181,6 +187,7 @@ class UpstreamLink:
             uid = message.get("id")
             item = self._pending.pop(uid, None) if type(uid) is int else None
             if isinstance(item, CallInflight):
+                self._deadlines.pop(item.upstream_id, None)
                 self._answered(item, message)
             elif item is not None and not item.future.done():
                 item.future.set_result(message)
@@ -257,13 +264,21 @@ class UpstreamLink:
         """Admit a caller's ``tools/call``: breaker, then a concurrency slot (waiting within the
         call's deadline), then the upstream under this link's own id."""
         uid = call.upstream_id
-        call.timer = asyncio.get_running_loop().call_later(self.config.timeout, self._deadline_passed, uid)
+        loop = asyncio.get_running_loop()
+        due = loop.time() + self.config.timeout
+        self._deadlines[uid] = due
+        if self._sweep is None:
+            self._sweep = loop.call_at(due, self._sweep_deadlines)
         self._admitting[uid] = (call, message, params)
         verdict = self.gate.admit(lambda granted: self._claimed(uid, granted))
         if verdict is True:
-            self._slots.acquire(uid, lambda: self._send_call(uid))
+            if self._slots.take():  # the common case: no waiting, no closure
+                self._send_call(uid)
+            else:
+                self._slots.acquire(uid, lambda: self._send_call(uid))
         elif verdict is False:
             del self._admitting[uid]
+            self._deadlines.pop(uid, None)
             call.failed("circuit_open", f"upstream {self.name!r} failed repeatedly; its breaker is open")
 
     def _claimed(self, uid: int, granted: bool) -> None:
@@ -304,11 +319,25 @@ class UpstreamLink:
         """A transport error or timeout: the breaker counts it before the caller hears of it."""
         self.gate.failed(lambda: call.failed(reason, detail))
 
+    def _sweep_deadlines(self) -> None:
+        """The first deadline is due: time out every call whose deadline passed (a call that ended
+        otherwise is skipped), then wait for the next one."""
+        self._sweep = None
+        deadlines = self._deadlines
+        loop = asyncio.get_running_loop()
+        while deadlines:
+            uid = next(iter(deadlines))
+            due = deadlines[uid]
+            if due > loop.time():
+                self._sweep = loop.call_at(due, self._sweep_deadlines)
+                return
+            del deadlines[uid]
+            self._deadline_passed(uid)
+
     def _deadline_passed(self, uid: int) -> None:
         entry = self._admitting.pop(uid, None)
         if entry is not None:
             call = entry[0]
-            call.timer = None
             self._slots.withdraw(uid)
             if call.probe:
                 self.gate.abandoned()
@@ -316,13 +345,13 @@ class UpstreamLink:
             return
         item = self._pending.pop(uid, None)
         if isinstance(item, CallInflight):
-            item.timer = None
             self._slots.release()
             self._send_cancelled(uid, "timeout")
             self._failed(item, "timeout", f"no answer from {self.name!r} within {self.config.timeout:g}s")
 
     def cancel_call(self, uid: int, reason: str) -> None:
         """The caller gave up: tell the upstream, free the slot; a late reply goes nowhere."""
+        self._deadlines.pop(uid, None)
         entry = self._admitting.pop(uid, None)
         if entry is not None:
             call = entry[0]

@@ -93,6 +93,29 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
         self.child.report_exit()
 
 
+class _DirectStdout(asyncio.Protocol):
+    """The child's stdout pipe's protocol: data straight to the child, not through
+    ``SubprocessProtocol.pipe_data_received`` (asyncio's subprocess transport schedules each chunk
+    with ``call_soon``: one more loop turn per answer). The pipe's end still goes to asyncio's own
+    protocol, so the transport learns of it and reports the exit as before."""
+
+    def __init__(self, original: asyncio.BaseProtocol, child: StdioChild) -> None:
+        self._original = original
+        self._child = child
+
+    def data_received(self, data: bytes) -> None:
+        with OUTBOX:
+            self._child.stdout_received(data)
+
+    def eof_received(self) -> bool | None:
+        if isinstance(self._original, asyncio.Protocol):
+            return self._original.eof_received()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._original.connection_lost(exc)
+
+
 class StdioChild:
     """An upstream process in its own process group, with the allowlisted environment plus its ``env``."""
 
@@ -137,6 +160,11 @@ class StdioChild:
         stdin = transport.get_pipe_transport(0)
         assert isinstance(stdin, asyncio.WriteTransport)
         self._stdin = stdin
+        stdout = transport.get_pipe_transport(1)
+        if isinstance(stdout, asyncio.ReadTransport):
+            # Called from the first loop turn after the pipes connected, before anything they read
+            # meanwhile is delivered (asyncio queued it behind this): nothing arrives out of order.
+            stdout.set_protocol(_DirectStdout(stdout.get_protocol(), self))
         self.pid = transport.get_pid()
 
     def send(self, message: dict[str, Any]) -> None:
