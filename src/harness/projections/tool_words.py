@@ -318,7 +318,7 @@ freebusy: free busy availability available slot
 office: vacation away ooo holiday leave
 focus: deep_work concentrate
 respond: rsvp accept decline
-contact: person people phone address_book
+contact: person people phone address_book prospect lead
 user: member person people account teammate colleague
 customer: client buyer
 collaborator: shared member
@@ -370,7 +370,7 @@ snapshot: accessibility dom
 evaluate: javascript js script
 console: printed errors
 network request: api_calls traffic requests xhr
-emulate: simulate throttle device mobile
+emulate: simulate throttle device mobile pretend
 resize: size viewport dimensions
 file upload: attach
 screencast: video recording record
@@ -379,7 +379,7 @@ heapsnapshot: memory leak heap
 performance trace: load_time profile
 search: find look lookup
 scrape: extract
-crawl: spider
+crawl: spider scan_site whole_site
 map: sitemap urls links
 fetch: download
 comment: note remark
@@ -396,7 +396,7 @@ alert: alarm
 monitor: watch
 downtime: maintenance mute
 silence: mute snooze quiet
-oncall: pager rota
+oncall: pager rota on_duty
 schedule: rota rotation shift
 override: swap cover
 escalation: escalate
@@ -461,10 +461,10 @@ notification: inbox
 favorite: bookmark star
 edge function: serverless lambda
 advisor: lint linter warning security
-migration: schema_change
+migration: schema_change database_change db_change
 publishable key: anon anonymous api_key
 bucket: storage
-restore: unpause resume
+restore: unpause resume back_online
 pause: suspend
 typescript type: types
 move: rename relocate
@@ -497,7 +497,7 @@ symbol comparison: compare versus vs
 paper: article publication preprint research
 citation: cite cited bibtex bibliography
 abstract: summary
-watch topic: notify subscribe
+watch topic: notify subscribe follow track
 outline: structure sections headings
 documentation: docs manual guide reference
 library: package framework sdk module
@@ -583,13 +583,15 @@ elasticsearch: elastic
 google calendar: gcal
 google workspace: gsuite
 github: gh
+aws: s3 ec2 lambda dynamodb iam cloudformation cloudwatch sqs sns ecs eks rds bedrock cloudfront route53
 """
 ALIASES: dict[str, tuple[str, ...]] = {
-    alias: tuple(product.split())
+    stem(alias): tuple(product.split())
     for product, _, aliases in (line.partition(":") for line in _ALIASES_TEXT.strip().splitlines())
     for alias in aliases.split()
 }
-"""An abbreviation → the label words it stands for (``k8s`` → kubernetes): it names what they name."""
+"""An abbreviation or a product an upstream serves (stemmed, as a query's words are) → the label words
+it stands for, as written (``k8s`` → kubernetes, ``s3`` → aws): it names what they name."""
 
 
 @dataclass(frozen=True)
@@ -635,7 +637,7 @@ class Query:
     def names(self) -> tuple[str, ...]:
         """The stems that may name an upstream: its own words, and what their abbreviations stand for."""
         out = [w.stem for w in self.words]
-        out += [s for w in self.words for s in ALIASES.get(w.stem, ())]
+        out += [stem(s) for w in self.words for s in ALIASES.get(w.stem, ())]
         return tuple(dict.fromkeys(out))
 
     @property
@@ -644,6 +646,23 @@ class Query:
         out = list(self.names)
         out += [s for w in self.words for alternative in w.alternatives for s in alternative]
         return tuple(dict.fromkeys(out))
+
+
+_INFLECTIONS = ("ing", "ed")
+
+
+def plain_forms(word: str) -> list[str]:
+    """The words an -ing or -ed form may come from, for a tool name to say (``watching`` → watch,
+    ``archived`` → archive, ``pinned`` → pin); none that is a common verb (``setting`` is not
+    ``set``: every set_ tool would say it) or a stop word."""
+    forms: list[str] = []
+    for suffix in _INFLECTIONS:
+        if word.endswith(suffix) and len(word) > len(suffix) + 2:
+            root = word[: -len(suffix)]
+            forms += [root, root + "e"]
+            if root[-1] == root[-2] and root[-1] not in "aeiouls":
+                forms.append(root[:-1])
+    return [w for w in dict.fromkeys(forms) if w not in GENERIC_VERBS and w not in STOPWORDS]
 
 
 def parse_query(query: str) -> Query:
@@ -709,6 +728,7 @@ def parse_query(query: str) -> Query:
             tuple(stem(w) for w in h.split()) for h in (*SYNONYMS.get(s, ()), *phrases.get(i, ()))
         ]
         alternatives += [(joined[j],) for j in (i - 1, i) if j in joined]
+        alternatives += [(base,) for base in plain_forms(s)]
         weight = 1.0 if i < first_preposition else MODIFIER_WEIGHT
         if s in words:
             weight = max(weight, words[s].weight)

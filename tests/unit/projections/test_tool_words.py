@@ -10,6 +10,7 @@ from harness.projections.tool_words import (
     name_operation,
     operation_match,
     parse_query,
+    plain_forms,
     shared_words,
     split_words,
     stem,
@@ -89,6 +90,22 @@ def test_synonyms_lead_from_what_people_say_to_what_tools_say():
     assert "dispute" in parse_query("recent chargebacks").terms
     assert "refund" in parse_query("give the customer their money back").terms  # a two-word phrase
     assert "navigate" not in parse_query("open a PR").terms
+
+
+def test_an_ing_or_ed_word_is_also_read_as_the_word_it_comes_from():
+    assert "watch" in plain_forms("watching")
+    assert "archive" in plain_forms("archived")
+    assert "pin" in plain_forms("pinned")
+    assert "set" not in plain_forms("setting")  # every set_ tool would say it
+    assert plain_forms("issue") == [] and plain_forms("red") == []
+    (word,) = [w for w in parse_query("papers I am watching").words if w.stem == "watching"]
+    assert ("watch",) in word.alternatives
+
+
+def test_an_abbreviation_or_a_product_served_names_its_upstream_stemmed_as_tool_terms_are():
+    parsed = parse_query("restart the k8s deployment")
+    assert "kubernete" in parsed.names and "kubernetes" in parsed.terms  # label words are stemmed
+    assert "aw" in parse_query("configure S3 lifecycle rules").names
 
 
 def test_a_file_name_in_a_query_reads_as_a_file():
