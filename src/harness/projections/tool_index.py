@@ -519,42 +519,80 @@ _ALL_TERMS_SQL = (
 
 class _Snapshot:
     """What a search reads of the index besides each tool's row, in memory, for one state of it
-    (``key``): ``tool_terms`` by word, and the postings of every token of the FTS5 columns."""
+    (``key``): ``tool_terms`` by word, and the postings of every token of the FTS5 columns.
 
-    def __init__(self, conn: apsw.Connection, key: tuple[Any, ...], tokens: dict[str, str | None]) -> None:
-        self.key = key
+    ``refresh`` brings it to a new state reading only the rows it lacks (a row never changes: a
+    catalogue's rows are new rows), so a catalogue refreshed costs its own rows, not the fleet's.
+    It changes in place: a connection is searched from one thread at a time."""
+
+    def __init__(self, conn: apsw.Connection, tokens: dict[str, str | None]) -> None:
+        self.key: tuple[Any, ...] = ()
         self._tokens = tokens
         self._tokenize = conn.fts5_tokenizer(_TOKENIZER, list(_TOKENIZER_ARGS))
         self.terms: dict[str, list[tuple[str, int, int, int]]] = {}
+        self.total = 1
+        self._postings: dict[str, dict[int, float]] = {}
+        self._row_tokens: dict[int, tuple[str, ...]] = {}
+        self._sizes: dict[int, int] = {}
+        self._tokens_total = 0
+        self._rows = 0
+        self._norms: dict[int, float] = {}
+        self._scores: dict[str, dict[int, float]] = {}
+
+    def refresh(self, conn: apsw.Connection, key: tuple[Any, ...]) -> None:
+        """Read ``tool_terms`` again, drop the rows the index no longer holds, add its new ones."""
+        self.terms = {}
         for word, upstream, tools, product, size in conn.execute(_ALL_TERMS_SQL):
             self.terms.setdefault(word, []).append((upstream, tools, product, size))
         self.total = int(key[2]) or 1
-        postings: dict[str, dict[int, float]] = {}
-        sizes: dict[int, int] = {}
-        tokens_total = 0
-        for rowid, *texts in conn.execute(f"SELECT rowid, {_COLS} FROM tool_index"):
-            size = 0
-            for weight, text in zip(WEIGHTS, texts, strict=True):
-                said = self._words(
-                    str(text).encode(),
-                    apsw.FTS5_TOKENIZE_DOCUMENT,
-                    None,
-                    include_offsets=False,
-                    include_colocated=False,
-                )
-                size += len(said)
-                for token in said:
-                    rows = postings.get(token)
-                    if rows is None:
-                        rows = postings[token] = {}
-                    rows[rowid] = rows.get(rowid, 0.0) + weight
-            sizes[rowid] = size
-            tokens_total += size
-        self._postings = postings
-        self._rows = len(sizes)
-        avgdl = tokens_total / self._rows if self._rows else 1.0
-        self._norms = {rowid: _BM25_K1 * (1 - _BM25_B + _BM25_B * n / avgdl) for rowid, n in sizes.items()}
-        self._scores: dict[str, dict[int, float]] = {}
+        now = {rowid for (rowid,) in conn.execute("SELECT rowid FROM tool_index")}
+        for rowid in [r for r in self._row_tokens if r not in now]:
+            self._drop(rowid)
+        new = sorted(now - self._row_tokens.keys())
+        for start in range(0, len(new), 4096):
+            chunk = new[start : start + 4096]
+            sql = f"SELECT rowid, {_COLS} FROM tool_index WHERE rowid IN ({', '.join('?' * len(chunk))})"
+            for rowid, *texts in conn.execute(sql, chunk):
+                self._add(rowid, texts)
+        self._rows = len(self._sizes)
+        avgdl = self._tokens_total / self._rows if self._rows else 1.0
+        self._norms = {
+            rowid: _BM25_K1 * (1 - _BM25_B + _BM25_B * n / avgdl) for rowid, n in self._sizes.items()
+        }
+        self._scores = {}
+        self.key = key
+
+    def _add(self, rowid: int, texts: Sequence[Any]) -> None:
+        postings = self._postings
+        freqs: dict[str, float] = {}
+        size = 0
+        for weight, text in zip(WEIGHTS, texts, strict=True):
+            said = self._words(
+                str(text).encode(),
+                apsw.FTS5_TOKENIZE_DOCUMENT,
+                None,
+                include_offsets=False,
+                include_colocated=False,
+            )
+            size += len(said)
+            for token in said:
+                freqs[token] = freqs.get(token, 0.0) + weight
+        for token, freq in freqs.items():
+            rows = postings.get(token)
+            if rows is None:
+                rows = postings[token] = {}
+            rows[rowid] = freq
+        self._row_tokens[rowid] = tuple(freqs)
+        self._sizes[rowid] = size
+        self._tokens_total += size
+
+    def _drop(self, rowid: int) -> None:
+        for token in self._row_tokens.pop(rowid):
+            rows = self._postings[token]
+            del rows[rowid]
+            if not rows:
+                del self._postings[token]
+        self._tokens_total -= self._sizes.pop(rowid)
 
     def _words(self, utf8: bytes, reason: int, locale: None, **flags: bool) -> list[str]:
         """The tokens of ``utf8``, as ``tool_fts`` reads them (with ``include_offsets`` and
@@ -668,8 +706,10 @@ def _snapshot(conn: apsw.Connection) -> _Snapshot:
     """The connection's ``_Snapshot`` of the index as it is now (made again when it changed)."""
     cache = _cache(conn)
     key: tuple[Any, ...] = conn.execute(_KEY_SQL).fetchone() or ()
-    if cache.snapshot is None or cache.snapshot.key != key:
-        cache.snapshot = _Snapshot(conn, key, cache.tokens)
+    if cache.snapshot is None:
+        cache.snapshot = _Snapshot(conn, cache.tokens)
+    if cache.snapshot.key != key:
+        cache.snapshot.refresh(conn, key)
     return cache.snapshot
 
 

@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 from projection_support import CATALOGS, fold_into, memory_store, tool
 from tests_support import catalog
 
-from harness.projections.tool_index import WEIGHTS, match_expression, parse_query, search, vocabulary
+from harness.projections.tool_index import (
+    WEIGHTS,
+    _Snapshot,
+    match_expression,
+    parse_query,
+    search,
+    vocabulary,
+)
 from harness.projections.tool_index import _snapshot as snapshot_of
 from harness.testing.synthetic import load_catalogs
 
@@ -89,6 +96,18 @@ def test_a_new_catalogue_is_searched_at_once_and_an_empty_one_empties_its_upstre
     assert all(h.upstream != "git" for h in search(conn, "push commits to a remote", k=10))
     terms, expected = matched(conn, "push commits to a remote")
     assert snapshot_of(conn).bm25(terms) == expected
+
+
+def test_a_snapshot_refreshed_row_by_row_equals_one_made_afresh(conn):
+    snapshot = snapshot_of(conn)
+    fold_into(conn, [catalog("git", [*FLEET["git"][1:], tool("git_push", "Push commits to a remote")])])
+    fold_into(conn, [catalog("gitlab", [tool("create_merge_request", "Open a merge request")])])
+    assert snapshot_of(conn) is snapshot
+    fresh = _Snapshot(conn, {})
+    fresh.refresh(conn, snapshot.key)
+    assert (fresh.terms, fresh.total) == (snapshot.terms, snapshot.total)
+    assert fresh.bm25(["commit", "merge", "push"]) == snapshot.bm25(["commit", "merge", "push"])
+    assert fresh.bm25(["commit", "merge", "push"]) == matched(conn, "commit merge push")[1]
 
 
 def test_a_hits_schema_is_parsed_afresh_on_each_read(conn):
