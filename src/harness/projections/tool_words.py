@@ -90,7 +90,7 @@ list: list enumerate
 search: search find query lookup look locate grep browse
 create: create add new make insert generate upsert append post draft write import upload put book
   schedule raise compose register setup fork copy clone duplicate install subscribe push attach
-  open file comment jot
+  open file comment jot remember
 update: update edit modify patch set rename move replace format change transition assign
   bump reschedule adjust tweak fix mark toggle merge close reopen complete resolve approve pause undo tick
   restore rollback scale apply upgrade mute unmute
@@ -136,6 +136,10 @@ OPENED_TO_READ = frozenset(
 
 SHOW_VERBS = frozenset({"show", "display", "see", "view", "give"})
 """Verbs that ask for a list when what they name is in the plural ("show open incidents")."""
+
+QUANTITIES = frozenset({"many", "much"})
+COUNT = "count"
+"""After ``how`` these ask for a count ("how many hosts"), not for many things (``delete-many``)."""
 
 QUESTION_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "how"})
 """A query asking one of these (and naming no verb) reads: its operation is ``read``."""
@@ -336,7 +340,7 @@ refund: money_back reimburse repay
 record: row entry
 field: column attribute
 property: field attribute
-association: linked relationship
+association: linked relationship tied associated
 engagement: call meeting logged
 object: record crm
 database: db
@@ -351,6 +355,8 @@ sankey: flow
 fishbone: root_cause ishikawa
 flow diagram: flowchart process
 pie: proportion
+venn: overlap intersection
+treemap: nested breakdown
 line: trend over_time
 word cloud: frequency
 pin map: locations markers
@@ -383,6 +389,7 @@ crawl: spider scan_site whole_site
 map: sitemap urls links
 fetch: download
 comment: note remark
+task story: comment
 task: todo chore
 close: done finish complete resolve tick
 reopen: undo
@@ -403,11 +410,13 @@ escalation: escalate
 change event: deploy deployment
 log entry: timeline activity
 metric: measure usage
+usage: credits consumption
+hover: mouse_over mouseover
 incident metric: mttr mtta
 responder metric: acknowledge response_time
 trace: span latency
 profile: flamegraph flame
-annotation: marker
+annotation: marker annotate
 panel image: graph_image
 datasource: data source
 deployment: deploy rollout replicas
@@ -425,7 +434,7 @@ write: save
 diff: changed changes difference uncommitted
 status: state
 checkout: switch
-reset: unstage undo
+reset: unstage undo revert
 log: history
 show: contents
 fork: copy
@@ -480,7 +489,7 @@ multiple file: several many batch
 place: shop cafe restaurant business venue nearby station
 geocode: coordinates latitude longitude lat lng location
 reverse geocode: address street
-directions: route drive driving walk
+directions: route drive driving walk car commute
 distance matrix: far distance travel
 elevation: altitude height sea_level
 time: clock timezone
@@ -489,7 +498,8 @@ stock: share ticker equity trading
 quote: price trading
 earning: earnings results
 income statement: revenue profit financials
-cashflow: cash_flow
+cashflow: cash_flow cash
+company overview: market_cap valuation
 dividend: payout yield
 recommendation: analyst rating ratings
 option chain: options
@@ -677,6 +687,7 @@ def parse_query(query: str) -> Query:
     raw = query_tokens(query)
     if not raw:
         return Query((), (), None)
+    raw = [COUNT if w in QUANTITIES and i and raw[i - 1] == "how" else w for i, w in enumerate(raw)]
     content = [i for i, w in enumerate(raw) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
     content = content or list(range(len(raw)))  # "what's" → what s: a letter alone says nothing
     joined = {

@@ -108,6 +108,13 @@ def test_an_abbreviation_or_a_product_served_names_its_upstream_stemmed_as_tool_
     assert "aw" in parse_query("configure S3 lifecycle rules").names
 
 
+def test_how_many_asks_for_a_count_and_many_elsewhere_stays_a_word():
+    assert "count" in parse_query("how many hosts report to datadog").terms
+    assert "many" not in parse_query("how many hosts report to datadog").terms
+    assert "many" in parse_query("delete many documents").terms
+    assert "hover" in parse_query("move the mouse over the menu").terms  # a two-word synonym
+
+
 def test_a_file_name_in_a_query_reads_as_a_file():
     terms = parse_query("read the package.json from the repo").terms
     assert "file" in terms and "json" not in terms
