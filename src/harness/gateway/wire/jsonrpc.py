@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Final
+
+import orjson
 
 from harness.vocabulary import Outcome
 
@@ -40,15 +43,35 @@ OUTCOME_OF_REASON: Final[dict[str, Outcome]] = {
 }
 
 
+_dumps = orjson.dumps
+_loads = orjson.loads
+_ORJSON_REFUSES = (TypeError, orjson.JSONEncodeError)
+
+
 def encode(message: dict[str, Any]) -> bytes:
-    """One message as a compact UTF-8 JSON line."""
-    return (_ENCODER.encode(message) + "\n").encode()
+    """One message as a compact UTF-8 JSON line.
+
+    orjson writes it (~5x the standard library's speed, the same JSON); what orjson refuses (a lone
+    surrogate, an integer past 64 bits, a key that is not a string) the standard library writes as
+    it always did."""
+    try:
+        return _dumps(message) + b"\n"
+    except _ORJSON_REFUSES:
+        return (_ENCODER.encode(message) + "\n").encode()
 
 
 def encode_ascii(message: dict[str, Any]) -> bytes:
     """One message as a compact JSON line with every non-ASCII character escaped: what the gateway
     sends upstream, so no text an agent sent (a lone surrogate included) can make a line that an
-    upstream's parser drops."""
+    upstream's parser drops. (orjson writes the common all-ASCII message; anything else is escaped
+    by the standard library.)"""
+    try:
+        line = _dumps(message)
+    except _ORJSON_REFUSES:
+        pass
+    else:
+        if line.isascii():
+            return line + b"\n"
     return (_ASCII_ENCODER.encode(message) + "\n").encode("ascii")
 
 
@@ -85,9 +108,37 @@ def _deeper_than(value: Any, limit: int) -> bool:
     return False
 
 
+_LONG_DIGITS = re.compile(rb"\d{19}")
+"""A run of 19 digits: orjson reads an integer past 64 bits as a float, so such a line (however rare:
+a nanosecond timestamp in a string is one) is read by the standard library, which keeps it exact."""
+
+
 def parse(line: bytes) -> Any:
     """One line as strict JSON: UTF-8, no NaN/Infinity, nested at most :data:`MAX_DEPTH` levels.
-    Raises :class:`NotJSON` with the reason."""
+    Raises :class:`NotJSON` with the reason.
+
+    orjson reads it when it can (~4x faster); a line it refuses (bad UTF-8, NaN, a lone surrogate
+    escape, which standard JSON allows) or that may hold a long integer is read by the standard
+    library as before, so what is accepted and every refusal's reason are unchanged."""
+    if _LONG_DIGITS.search(line) is None:
+        try:
+            value = _loads(line)
+        except orjson.JSONDecodeError:
+            return _parse_standard(line)
+        # Only a line with more brackets than the limit can be too deep: the walk is skipped
+        # otherwise (and a line shorter than two bytes a level cannot have that many).
+        if (
+            len(line) > 2 * MAX_DEPTH
+            and line.count(b"[") + line.count(b"{") > MAX_DEPTH
+            and _deeper_than(value, MAX_DEPTH)
+        ):
+            raise NotJSON(_TOO_DEEP)
+        return value
+    return _parse_standard(line)
+
+
+def _parse_standard(line: bytes) -> Any:
+    """:func:`parse` by the standard library (strict UTF-8 first)."""
     try:
         text = line.decode()
     except UnicodeDecodeError:
