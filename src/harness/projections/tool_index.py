@@ -35,7 +35,7 @@ computed from a per-connection ``_Snapshot`` of ``tool_terms`` and the FTS colum
 again when the index changes) rather than by a ``MATCH`` query. The weights and
 boosts were tuned with ``bench/tool_search.py`` on ``bench/data/tool_queries.json``, the
 ``tool-search-dev*.jsonl`` sets and ``HELD_OUT`` of ``bench/context_economy.py``, never on
-``bench/data/tool-search-heldout-2.jsonl``.
+``bench/data/tool-search-heldout-2.jsonl`` or ``tool-search-heldout-3.jsonl``.
 
 A catalogue event replaces every earlier entry of its upstream, so a tool the upstream no longer
 lists leaves the index.
