@@ -41,13 +41,16 @@ class CallRecorder:
     def _children(
         self, harness: str, upstream: str, tool: str, outcome: str
     ) -> tuple[Count, Observations, Observations]:
-        """The counter and histogram children for these labels (the cache is keyed by the capped
-        label, so made-up tool names cannot grow it)."""
-        label = tool_label(upstream, tool)
-        key = (harness, upstream, label, outcome)
+        """The counter and histogram children for these labels: one lookup for a tool seen before.
+        The cache is keyed by the tool's name only while that name is its own label (under the
+        per-upstream cap), so made-up tool names, which share ``__other__``, cannot grow it."""
+        key = (harness, upstream, tool, outcome)
         found = self._metric_children.get(key)
         if found is None:
-            found = self._metric_children[key] = CALL_SERIES.children(harness, upstream, label, outcome)
+            label = tool_label(upstream, tool)
+            found = CALL_SERIES.children(harness, upstream, label, outcome)
+            if label == tool:
+                self._metric_children[key] = found
         return found
 
     def stored_text(self, text: str, limit: int = 1000) -> str | None:
