@@ -134,7 +134,7 @@ def test_the_faulty_upstream_answers_the_handshake_the_listing_and_every_tool():
         }
         assert up.request("ping")["result"] == {}
         tools = up.request("tools/list")["result"]["tools"]
-        assert [t["name"] for t in tools] == ["echo", "sleep", "hang", "whoami", "env", "count"]
+        assert [t["name"] for t in tools] == ["echo", "sleep", "hang", "whoami", "env", "count", "grow"]
         assert all(t["annotations"] == {"readOnlyHint": True} for t in tools)
         assert up.call("echo", {"text": "héllo"})["result"] == {
             "content": [{"type": "text", "text": "héllo"}],
@@ -149,6 +149,16 @@ def test_the_faulty_upstream_answers_the_handshake_the_listing_and_every_tool():
         assert up.request("resources/list")["error"]["code"] == -32601
         up.close_stdin()
         assert up.proc.wait(WAIT) == 0
+
+
+def test_the_faulty_upstream_grows_a_tool_and_says_its_list_changed():
+    with stdio_upstream() as up:
+        up.initialize()
+        assert up.call("grow")["result"]["content"][0]["text"] == "grown1"
+        assert up.message() == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+        names = [t["name"] for t in up.request("tools/list")["result"]["tools"]]
+        assert names[-1] == "grown1"
+        assert up.call("grown1")["result"]["content"][0]["text"] == "grown1"
 
 
 def test_the_faulty_upstream_answers_an_unknown_protocol_version_with_2025_11_25():
