@@ -37,6 +37,7 @@ from typing import Any
 
 import apsw
 
+from harness.actors import log_writer
 from harness.actors.log_writer import DEFAULT_CAPACITY, EventIntake, LogWriterActor
 from harness.gateway.evidence.recording import CallRecorder
 from harness.testing.sample_call import record_sample_call
@@ -142,9 +143,12 @@ def main() -> int:
         type=float,
         help="sys.setswitchinterval() in seconds (diagnosis only; default: leave Python's 0.005)",
     )
+    ap.add_argument("--max-batch", type=int, help="the writer's MAX_BATCH (diagnosis only)")
     a = ap.parse_args()
     if a.switch_interval:
         sys.setswitchinterval(a.switch_interval)
+    if a.max_batch:
+        log_writer.MAX_BATCH = a.max_batch
     n = a.events
     big = max(n, DEFAULT_CAPACITY)
     modes = ("loop-big", "loop-default", "writer-only")
