@@ -10,8 +10,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from harness.config.approvals import approve
 from harness.naming import project_key
-from support import DEMO_UPSTREAM, probe_argv, read_out, steps, toml_list, wait_until
+from support import DEMO_UPSTREAM, PY, probe_argv, read_out, steps, toml_list, wait_until
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
@@ -39,6 +40,8 @@ def test_each_project_runs_and_sees_its_own_upstreams_and_harnesses_of_one_proje
     one, two = (tmp_path / "one").resolve(), (tmp_path / "two").resolve()
     _project(one, "web")
     _project(two, "web", "extra")
+    for folder in (one, two):  # the operator approved both project files as they are
+        approve(tmp_path / "state", folder)
     web_one, web_two = project_key("web", one), project_key("web", two)
     extra_one, extra_two = project_key("extra", one), project_key("extra", two)
     go = tmp_path / "go"
@@ -107,6 +110,8 @@ def test_each_project_runs_and_sees_its_own_upstreams_and_harnesses_of_one_proje
     # A reload moves [mcp.extra] from project two to project one: it stops there, starts here.
     _project(one, "web", "extra")
     _project(two, "web")
+    for folder in (one, two):  # changed files: approved again, with the CLI
+        assert "`harness reload` starts them" in daemon.harness_cli("project", "allow", str(folder)).stdout
     reloaded = json.loads(daemon.harness_cli("reload", "--json").stdout)
     assert reloaded["upstreams_changed"] == sorted([extra_one, extra_two])
     processes = wait_until(lambda: len(found := daemon.descendants_running(DEMO)) == 3 and found, timeout=20)
@@ -125,4 +130,34 @@ def test_each_project_runs_and_sees_its_own_upstreams_and_harnesses_of_one_proje
     assert _text(out["a2"]["steps"][1]) == "a2"
     after = {n: out[n]["steps"][-1]["tools"] for n in ("a1", "b1")}
     assert "extra__echo" in after["a1"] and not any(t.startswith("extra__") for t in after["b1"])
+    assert daemon.stop() == 0
+
+
+def test_a_project_file_runs_only_as_the_operator_approved_it(start_daemon, tmp_path):
+    """An agent can write to its workdir: a project file there (new, or changed since its approval)
+    starts nothing until ``harness project allow``; a change after approval stops it at the reload."""
+    project = (tmp_path / "work").resolve()
+    _project(project, "web")
+    idle = f'[harness.agent]\nargv = ["{PY}", "-c", "import time; time.sleep(600)"]\nworkdir = "{project}"\n'
+    daemon = start_daemon('[mcp_policy.p]\nservers = ["web"]\n\n' + idle + 'mcp_policy = "p"\n')
+    key = project_key("web", project)
+
+    def upstreams() -> dict:
+        return json.loads(daemon.harness_cli("status", "--json").stdout)["upstreams"]
+
+    assert key not in upstreams() and not daemon.descendants_running(DEMO)
+    doctor = daemon.harness_cli("doctor", check=False)
+    assert f"project file {project / 'harness.toml'} is not approved" in doctor.stdout
+    assert f"harness project allow {project}" in doctor.stdout
+
+    allowed = daemon.harness_cli("project", "allow", str(project)).stdout
+    assert f"web: {' '.join(DEMO_UPSTREAM)}" in allowed  # what it runs, as approved
+    daemon.harness_cli("reload", "--json")
+    wait_until(lambda: upstreams().get(key, {}).get("state") == "up", timeout=30)
+
+    (project / "harness.toml").write_text(f"[mcp.web]\nargv = {toml_list(['sh', '-c', 'echo pwned'])}\n")
+    daemon.harness_cli("reload", "--json")
+    wait_until(lambda: key not in upstreams() and not daemon.descendants_running(DEMO), timeout=30)
+
+    assert "was not approved" in daemon.harness_cli("project", "revoke", str(tmp_path), check=False).stderr
     assert daemon.stop() == 0

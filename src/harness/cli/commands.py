@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from harness.cli.common import Globals, UsageError, globals_from, iso_z, parse_since
@@ -59,7 +60,25 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("-k", type=int, default=10, help="how many results (default 10)")
     search.add_argument("--json", action="store_true", help="a JSON array, best first")
     _policy_parsers(sub)
+    _project_parsers(sub)
     return ap
+
+
+def _project_parsers(sub: Any) -> None:
+    """``harness project allow|revoke [DIR]`` (config/approvals.py: why project files need it)."""
+    project = sub.add_parser(
+        "project",
+        help="approve a project file (harness.toml in a workdir) for the daemon to run",
+        epilog=_GLOBAL_HELP,
+    )
+    actions = project.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    for action, text in (
+        ("allow", "approve DIR's harness.toml as it is now: the daemon runs its upstreams (after a reload)"),
+        ("revoke", "withdraw the approval: its upstreams stop at the next reload"),
+    ):
+        command = actions.add_parser(action, help=text, epilog=_GLOBAL_HELP)
+        command.add_argument("dir", nargs="?", default=".", help="the project folder (default: here)")
 
 
 def _policy_parsers(sub: Any) -> None:
@@ -160,6 +179,28 @@ def dispatch(argv: list[str], opts: dict[str, str | bool], more: dict[str, Handl
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return " ".join(text.split())
+
+
+def _cmd_project(ns: argparse.Namespace, g: Globals) -> int:
+    from harness.config.approvals import approve, project_file, revoke
+    from harness.config.projects import read_project_file
+
+    folder = Path(ns.dir)
+    if ns.action == "revoke":
+        if revoke(g.state_dir, folder):
+            print(f"revoked {(folder / 'harness.toml').resolve()}; `harness reload` stops its upstreams")
+            return 0
+        print(f"{(folder / 'harness.toml').resolve()} was not approved", file=sys.stderr)
+        return 1
+    file = project_file(folder)
+    upstreams = read_project_file(file)  # refused here, naming the key, if the daemon would refuse it
+    file, sha = approve(g.state_dir, folder)
+    print(f"approved {file} (sha256 {sha[:12]}); it runs:")
+    for upstream in upstreams:
+        what = " ".join(upstream.argv) if upstream.argv else f"{upstream.url} (HTTP)"
+        print(f"  {upstream.name}: {what}")
+    print("`harness reload` starts them; a change to the file needs a new approval")
+    return 0
 
 
 def _cmd_daemon(ns: argparse.Namespace, g: Globals) -> int:
@@ -428,4 +469,5 @@ _HANDLERS: dict[str, Handler] = {
     "logs": _cmd_logs,
     "doctor": _cmd_doctor,
     "policy": _cmd_policy,
+    "project": _cmd_project,
 }

@@ -25,6 +25,7 @@ from harness.config import (
     load_config,
     parse_env_file,
 )
+from harness.config.approvals import read_approvals, unapproved_files
 from harness.config.model import loopback_address
 from harness.gateway.processes import minimal_env
 from harness.gateway.state_dir import MAX_SOCKET_PATH, StatePaths
@@ -76,6 +77,8 @@ def examine(g: Globals) -> Report:
     """The report for the configuration ``g`` names and the state dir ``g`` names."""
     report = Report()
     config = _configuration(report, g.config)
+    if config is not None:
+        _approvals(report, g.paths.root, config)
     report.daemon = _daemon(report, g.paths, config)
     if config is not None:
         _shared(report, config)
@@ -100,6 +103,21 @@ def _configuration(report: Report, path: Path | None) -> Config | None:
     files = ", ".join(map(str, config.files))
     report.add("configuration", "ok", "{}: {} upstreams, {} policies, {} harnesses".format(files, *counts))
     return config
+
+
+def _approvals(report: Report, state_dir: Path, config: Config) -> None:
+    """Project files the daemon will not run until the operator approves them as they are now."""
+    try:
+        approvals = read_approvals(state_dir)
+    except ConfigError as exc:
+        report.add("configuration", "problem", str(exc))
+        return
+    for file in unapproved_files(config, approvals):
+        text = (
+            f"project file {file} is not approved (new, or changed since): its upstreams do not start;"
+            f" read it, then `harness project allow {file.parent}` and `harness reload`"
+        )
+        report.add("configuration", "problem", text)
 
 
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")

@@ -60,6 +60,12 @@ def read_projects(
     return Projects(upstreams, folders, tuple(files))
 
 
+def read_project_file(file: Path, global_upstreams: Mapping[str, Path] | None = None) -> list[UpstreamConfig]:
+    """The upstreams of one project file, checked as the loader checks them (``global_upstreams``:
+    the global upstreams' NAMEs and files, when known); ConfigError naming the key otherwise."""
+    return _upstreams(file, read_toml(file), global_upstreams or {})
+
+
 def _upstreams(
     file: Path, document: dict[str, Any], global_upstreams: Mapping[str, Path]
 ) -> list[UpstreamConfig]:

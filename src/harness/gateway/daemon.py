@@ -32,6 +32,7 @@ from harness.config import (
     default_config_path,
     load_config,
 )
+from harness.config.approvals import approved_only, read_approvals
 from harness.config.model import loopback_address
 from harness.events import (
     ConfigReloaded,
@@ -95,9 +96,9 @@ class Daemon:
     """One gateway daemon serving one state dir."""
 
     def __init__(self, config: Config, state_dir: Path, config_path: Path | None = None) -> None:
-        self.config = config
-        self.config_path = config_path
         self.paths = StatePaths(state_dir.absolute())
+        self.config, self.unapproved_projects = self._approved(config)
+        self.config_path = config_path
         self.intake = EventIntake(on_drop=CALL_LOG_DROPPED.inc)
         self.bus = EventBus(self.intake.emit)
         self.bus.subscribe(UPSTREAM_EVENTS, follow_upstream_events)
@@ -487,6 +488,19 @@ class Daemon:
         except Exception:  # noqa: S110 - reload() already said why; the running configuration stays
             pass
 
+    def _approved(self, config: Config) -> tuple[Config, tuple[Path, ...]]:
+        """``config`` without the upstreams of project files the operator has not approved as they
+        are now (config/approvals.py), each named in the log with the command that approves it."""
+        config, unapproved = approved_only(config, read_approvals(self.paths.root))
+        for file in unapproved:
+            log.warning(
+                "project file %s is not approved (new, or changed since): its upstreams are not started; "
+                "read it, then run `harness project allow %s` and `harness reload`",
+                file,
+                file.parent,
+            )
+        return config, unapproved
+
     async def reload(self) -> dict[str, Any]:
         """Re-read the configuration; a bad one is refused and the running one stays.
 
@@ -497,11 +511,11 @@ class Daemon:
         """
         async with self._reloading:
             try:
-                new = await asyncio.to_thread(load_config, self.config_path)
+                new, unapproved = self._approved(await asyncio.to_thread(load_config, self.config_path))
             except ConfigError as exc:
                 log.error("reload refused, the running configuration stays: %s", exc)
                 raise
-            old, self.config = self.config, new
+            old, self.config, self.unapproved_projects = self.config, new, unapproved
             self.recorder.args_mode = new.mcp.call_log_args
             self.recorder.known = KnownSecrets.of(new)
             try:
