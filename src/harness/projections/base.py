@@ -7,13 +7,15 @@ import operator
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import apsw
 
 from harness.events import Envelope, Event
 from harness.store import envelopes_at
 from harness.store.retention import STEP_EVENTS, CompactionResult, compact
+
+T = TypeVar("T")
 
 REMOVED_TABLE = "temp.retention_removed"
 """During a compaction step: the positions of the events that step deleted (``position`` column)."""
@@ -118,6 +120,18 @@ def install(conn: apsw.Connection, projections: Sequence[Projection], *, rebuild
     return lowest or 0
 
 
+def _grouped(names: Iterable[str], items: Iterable[T]) -> dict[str, list[T]]:
+    """``items`` grouped by the name beside each, in their order."""
+    groups: dict[str, list[T]] = {}
+    for name, item in zip(names, items, strict=True):
+        group = groups.get(name)
+        if group is None:
+            groups[name] = [item]
+        else:
+            group.append(item)
+    return groups
+
+
 def fold(cursor: apsw.Cursor, projections: Sequence[Projection], envelopes: Sequence[Envelope]) -> None:
     """Fold a batch into every projection and advance each checkpoint (inside the caller's txn).
 
@@ -129,13 +143,7 @@ def fold(cursor: apsw.Cursor, projections: Sequence[Projection], envelopes: Sequ
         return
     last = envelopes[-1].position
     first = envelopes[0].position
-    by_name: dict[str, list[Envelope]] = {}
-    for env in envelopes:
-        share = by_name.get(env.name)
-        if share is None:
-            by_name[env.name] = [env]
-        else:
-            share.append(env)
+    by_name = _grouped((env.name for env in envelopes), envelopes)
     checkpoints = {str(name): int(position) for name, position in cursor.execute(_CHECKPOINTS)}
     for proj in projections:
         after = checkpoints.get(proj.name, 0)
@@ -169,13 +177,7 @@ def fold_appended(
     if not events:
         return
     last = first_position + len(events) - 1
-    by_name: dict[str, list[int]] = {}
-    for index, event in enumerate(events):
-        share = by_name.get(event.STORED_NAME)
-        if share is None:
-            by_name[event.STORED_NAME] = [index]
-        else:
-            share.append(index)
+    by_name = _grouped((event.STORED_NAME for event in events), range(len(events)))
     checkpoints = {str(name): int(position) for name, position in cursor.execute(_CHECKPOINTS)}
     advanced: list[str] = []
     for proj in projections:
