@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.config.approvals import approve
+from harness.config.approvals import approve, project_file
 from harness.naming import project_key
 from support import DEMO_UPSTREAM, PY, probe_argv, read_out, steps, toml_list, wait_until
 
@@ -41,7 +41,8 @@ def test_each_project_runs_and_sees_its_own_upstreams_and_harnesses_of_one_proje
     _project(one, "web")
     _project(two, "web", "extra")
     for folder in (one, two):  # the operator approved both project files as they are
-        approve(tmp_path / "state", folder)
+        file = project_file(folder)
+        approve(tmp_path / "state", file, file.read_bytes())
     web_one, web_two = project_key("web", one), project_key("web", two)
     extra_one, extra_two = project_key("extra", one), project_key("extra", two)
     go = tmp_path / "go"

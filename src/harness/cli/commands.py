@@ -184,6 +184,7 @@ def _one_line(exc: BaseException) -> str:
 def _cmd_project(ns: argparse.Namespace, g: Globals) -> int:
     from harness.config.approvals import approve, project_file, revoke
     from harness.config.projects import read_project_file
+    from harness.config.tables import read_bytes
 
     folder = Path(ns.dir)
     if ns.action == "revoke":
@@ -193,8 +194,9 @@ def _cmd_project(ns: argparse.Namespace, g: Globals) -> int:
         print(f"{(folder / 'harness.toml').resolve()} was not approved", file=sys.stderr)
         return 1
     file = project_file(folder)
-    upstreams = read_project_file(file)  # refused here, naming the key, if the daemon would refuse it
-    file, sha = approve(g.state_dir, folder)
+    data = read_bytes(file)  # read once: what is shown is what is approved
+    upstreams = read_project_file(file, data)  # refused here, naming the key, as the daemon would
+    sha = approve(g.state_dir, file, data)
     print(f"approved {file} (sha256 {sha[:12]}); it runs:")
     for upstream in upstreams:
         what = " ".join(upstream.argv) if upstream.argv else f"{upstream.url} (HTTP)"

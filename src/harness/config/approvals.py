@@ -9,8 +9,10 @@ it). A file changed since is unapproved again: its upstreams are not started (or
 reload), and the daemon says so, naming the command that approves it. The configuration is read
 and checked as before either way, so a policy naming a project upstream stays valid.
 
-What an approval does not cover: files the approved commands themselves run from the project (a
-script in it); approve project files whose commands run nothing the agent can change.
+The digest compared is that of the bytes the loader parsed (``Config.project_digests``), never of
+a second read, so a file swapped back and forth around a reload cannot pass. What an approval does
+not cover: what the approved commands read or run from the project at spawn (an ``env_file`` there,
+a script): approve project files whose commands and env files lie where the agent cannot write.
 """
 
 from __future__ import annotations
@@ -29,9 +31,9 @@ from harness.config.projects import PROJECT_FILE
 APPROVALS_FILE = "project-approvals.json"
 
 
-def digest(file: Path) -> str:
+def digest(data: bytes) -> str:
     """SHA-256 (hex) of a file's bytes."""
-    return hashlib.sha256(file.read_bytes()).hexdigest()
+    return hashlib.sha256(data).hexdigest()
 
 
 def read_approvals(state_dir: Path) -> dict[str, str]:
@@ -69,13 +71,13 @@ def project_file(folder: Path) -> Path:
     return file
 
 
-def approve(state_dir: Path, folder: Path) -> tuple[Path, str]:
-    """Record the project file of ``folder`` as approved as it is now; its path and digest."""
-    file = project_file(folder)
+def approve(state_dir: Path, file: Path, data: bytes) -> str:
+    """Record the project file ``file`` (resolved) as approved with the bytes ``data`` (the ones the
+    operator was shown: read once); their digest."""
     approvals = read_approvals(state_dir)
-    approvals[str(file)] = sha = digest(file)
+    approvals[str(file)] = sha = digest(data)
     _write(state_dir, approvals)
-    return file, sha
+    return sha
 
 
 def revoke(state_dir: Path, folder: Path) -> bool:
@@ -89,21 +91,11 @@ def revoke(state_dir: Path, folder: Path) -> bool:
 
 
 def unapproved_files(config: Config, approvals: Mapping[str, str]) -> tuple[Path, ...]:
-    """The project files of ``config`` whose bytes are not the approved ones (or gone)."""
-    files = {
-        (upstream.project / PROJECT_FILE).resolve()
-        for upstream in config.upstreams.values()
-        if upstream.project
-    }
-    unapproved = []
-    for file in sorted(files):
-        try:
-            current = digest(file)
-        except OSError:
-            current = None
-        if current is None or approvals.get(str(file)) != current:
-            unapproved.append(file)
-    return tuple(unapproved)
+    """The project files of ``config`` whose bytes, as the loader read them, are not the approved
+    ones (the digest is of what was parsed, never of a second read: no swap in between counts)."""
+    folders = {upstream.project for upstream in config.upstreams.values() if upstream.project is not None}
+    files = sorted((folder / PROJECT_FILE).resolve() for folder in folders)
+    return tuple(file for file in files if approvals.get(str(file)) != config.project_digests.get(file))
 
 
 def approved_only(config: Config, approvals: Mapping[str, str]) -> tuple[Config, tuple[Path, ...]]:

@@ -150,5 +150,6 @@ class _Builder:
             policies=self.policies,
             harnesses=self.harnesses,
             projects=projects.folders,
+            project_digests=projects.digests,
             files=files + projects.files,
         )

@@ -191,6 +191,8 @@ class Config(BaseModel):
     policies: FrozenMapping[str, PolicyConfig] = FrozenMap[str, PolicyConfig]()
     harnesses: FrozenMapping[str, HarnessConfig] = FrozenMap[str, HarnessConfig]()
     projects: FrozenMapping[str, Path] = FrozenMap[str, Path]()
+    project_digests: FrozenMapping[Path, str] = FrozenMap[Path, str]()
+    """Each project file read (resolved) → the SHA-256 of the bytes its upstreams came from."""
     files: tuple[Path, ...] = ()
 
     @model_validator(mode="after")

@@ -10,6 +10,7 @@ it, without anyone asking for either.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 from harness.config.errors import ConfigError
 from harness.config.model import SETTINGS_KEYS, HarnessConfig, UpstreamConfig
-from harness.config.tables import read_toml, table, upstream_table
+from harness.config.tables import parse_toml, read_bytes, table, upstream_table
 
 PROJECT_FILE = "harness.toml"
 
@@ -32,6 +33,8 @@ class Projects:
     """Each harness whose workdir holds a project file: that folder (resolved)."""
     files: tuple[Path, ...]
     """The project files read, in the order of the first harness of each."""
+    digests: dict[Path, str]
+    """Each project file's SHA-256, of the very bytes its upstreams were read from."""
 
 
 def read_projects(
@@ -44,6 +47,7 @@ def read_projects(
     upstreams: dict[str, UpstreamConfig] = {}
     folders: dict[str, Path] = {}
     files: list[Path] = []
+    digests: dict[Path, str] = {}
     for harness in harnesses.values():
         if harness.workdir is None:
             continue
@@ -55,15 +59,17 @@ def read_projects(
         if file in files:
             continue
         files.append(file)
-        for upstream in _upstreams(file, read_toml(file), global_upstreams):
+        data = read_bytes(file)  # read once: what is approved is what is run (config/approvals.py)
+        digests[file.resolve()] = hashlib.sha256(data).hexdigest()
+        for upstream in _upstreams(file, parse_toml(file, data), global_upstreams):
             upstreams[upstream.key] = upstream
-    return Projects(upstreams, folders, tuple(files))
+    return Projects(upstreams, folders, tuple(files), digests)
 
 
-def read_project_file(file: Path, global_upstreams: Mapping[str, Path] | None = None) -> list[UpstreamConfig]:
-    """The upstreams of one project file, checked as the loader checks them (``global_upstreams``:
-    the global upstreams' NAMEs and files, when known); ConfigError naming the key otherwise."""
-    return _upstreams(file, read_toml(file), global_upstreams or {})
+def read_project_file(file: Path, data: bytes) -> list[UpstreamConfig]:
+    """The upstreams of one project file whose bytes are ``data``, checked as the loader checks them
+    (but for shadowing a global upstream); ConfigError naming the key otherwise."""
+    return _upstreams(file, parse_toml(file, data), {})
 
 
 def _upstreams(

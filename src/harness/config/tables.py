@@ -47,10 +47,19 @@ _SET_BY_THE_LOADER = ("name", "project")
 
 def read_toml(file: Path) -> dict[str, Any]:
     """A TOML file's document; ConfigError naming the file when it cannot be read or parsed."""
+    return parse_toml(file, read_bytes(file))
+
+
+def read_bytes(file: Path) -> bytes:
+    """A configuration file's bytes; ConfigError naming the file when it cannot be read."""
     try:
-        data = file.read_bytes()
+        return file.read_bytes()
     except OSError as exc:
         raise ConfigError(file, "", f"cannot read: {exc.strerror or exc}") from None
+
+
+def parse_toml(file: Path, data: bytes) -> dict[str, Any]:
+    """The TOML document of ``data`` (read from ``file``); ConfigError naming the file if bad."""
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
