@@ -9,7 +9,6 @@ from harness.store.log import (
     event_values,
     last_position,
     read_rows,
-    stored_values,
     to_envelope,
 )
 from harness.store.schema import (
@@ -34,7 +33,6 @@ __all__ = [
     "open_for_writing",
     "open_read_only",
     "read_rows",
-    "stored_values",
     "to_envelope",
     "transaction",
     "tune_for_writer",

@@ -42,10 +42,7 @@ def last_position(conn: apsw.Connection) -> int:
 
 def envelopes_for(events: Sequence[Event], first_position: int) -> list[Envelope]:
     """Wrap events in envelopes at consecutive positions starting at ``first_position``."""
-    return [
-        Envelope(first_position + i, ev.STORED_NAME, ev.VERSION, correlation_of(ev), ev)
-        for i, ev in enumerate(events)
-    ]
+    return envelopes_at(events, first_position, range(len(events)))
 
 
 def envelopes_at(events: Sequence[Event], first_position: int, indices: Sequence[int]) -> list[Envelope]:
@@ -64,20 +61,11 @@ ROW_WIDTH = 6
 """Columns of an ``events`` row, in ``StoredRow`` order."""
 
 
-def stored_values(envelopes: Sequence[Envelope]) -> list[Any]:
-    """The ``events`` rows of envelopes, one after another in one flat list (``StoredRow`` order):
-    each event serialized once, here (no I/O: any thread). Flat, because a tuple per row would be
-    one more object per event for the garbage collector to track while the batch waits."""
-    values: list[Any] = []
-    add = values.extend
-    for e in envelopes:
-        add((e.position, e.ts, e.name, e.version, e.correlation, encode(e.event)))
-    return values
-
-
 def event_values(events: Sequence[Event], first_position: int) -> list[Any]:
-    """``stored_values`` of events about to be appended at consecutive positions from
-    ``first_position``, without wrapping each in an envelope first."""
+    """The ``events`` rows of events about to be appended at consecutive positions from
+    ``first_position``, one after another in one flat list (``StoredRow`` order): each event
+    serialized once, here (no I/O: any thread). Flat, because a tuple per row would be one more
+    object per event for the garbage collector to track while the batch waits."""
     values: list[Any] = []
     add = values.extend
     for position, ev in enumerate(events, first_position):
@@ -86,8 +74,10 @@ def event_values(events: Sequence[Event], first_position: int) -> list[Any]:
 
 
 def append(cursor: apsw.Cursor, envelopes: Sequence[Envelope]) -> None:
-    """Insert envelopes (inside the caller's transaction)."""
-    append_values(cursor, stored_values(envelopes))
+    """Insert envelopes, each with its own position, name, version and correlation (inside the
+    caller's transaction)."""
+    rows = ((e.position, e.ts, e.name, e.version, e.correlation, encode(e.event)) for e in envelopes)
+    append_values(cursor, list(itertools.chain.from_iterable(rows)))
 
 
 def append_raw(cursor: apsw.Cursor, rows: Sequence[StoredRow]) -> None:
@@ -96,7 +86,7 @@ def append_raw(cursor: apsw.Cursor, rows: Sequence[StoredRow]) -> None:
 
 
 def append_values(cursor: apsw.Cursor, values: Sequence[Any]) -> None:
-    """Insert rows given as one flat list of values (``stored_values``).
+    """Insert rows given as one flat list of values (``event_values``).
 
     Up to ``ROWS_PER_INSERT`` rows go in one multi-row INSERT rather than one statement per row:
     SQLite releases the GIL for each statement it runs, and a thread that gives the GIL up while
