@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from harness import __version__
@@ -627,29 +628,20 @@ class DownstreamSession:
     ) -> None:
         """One call-log row for a call to ``route`` (a gateway tool's route names ``harness``), made
         once the answer went out (``OUTBOX.after``): recording never delays the agent's answer."""
-        OUTBOX.after(self._record_now, route, arguments, outcome, reason, started, size, span_id)
-
-    def _record_now(
-        self,
-        route: Route,
-        arguments: Any,
-        outcome: Outcome,
-        reason: str | None,
-        started: float,
-        size: int,
-        span_id: str | None,
-    ) -> None:
-        self.recorder.record(
-            session=self,
-            upstream=route.upstream,
-            tool=route.tool,
-            tier=route.tier,
-            arguments=arguments,
-            outcome=outcome,
-            reason=reason,
-            started=started,
-            response_bytes=size,
-            span_id=span_id or new_span_id(),
+        OUTBOX.after(
+            partial(
+                self.recorder.record,
+                session=self,
+                upstream=route.upstream,
+                tool=route.tool,
+                tier=route.tier,
+                arguments=arguments,
+                outcome=outcome,
+                reason=reason,
+                started=started,
+                response_bytes=size,
+                span_id=span_id or new_span_id(),
+            )
         )
 
     def _invalid(

@@ -94,8 +94,7 @@ class Slots:
 
     def acquire(self, uid: int, start: Callable[[], None]) -> None:
         """Run ``start`` now if a slot is free, else when one frees (unless withdrawn first)."""
-        if self._active < self._limit:
-            self._active += 1
+        if self.take():
             start()
         else:
             self._waiting[uid] = start
