@@ -183,15 +183,16 @@ def _one_line(exc: BaseException) -> str:
 
 def _cmd_project(ns: argparse.Namespace, g: Globals) -> int:
     from harness.config.approvals import approve, project_file, revoke
-    from harness.config.projects import read_project_file
+    from harness.config.projects import PROJECT_FILE, read_project_file
     from harness.config.tables import read_bytes
 
     folder = Path(ns.dir)
     if ns.action == "revoke":
-        if revoke(g.state_dir, folder):
-            print(f"revoked {(folder / 'harness.toml').resolve()}; `harness reload` stops its upstreams")
+        named = (folder / PROJECT_FILE).resolve()  # it may be gone: revoking needs no file
+        if revoke(g.state_dir, named):
+            print(f"revoked {named}; `harness reload` stops its upstreams")
             return 0
-        print(f"{(folder / 'harness.toml').resolve()} was not approved", file=sys.stderr)
+        print(f"{named} was not approved", file=sys.stderr)
         return 1
     file = project_file(folder)
     data = read_bytes(file)  # read once: what is shown is what is approved

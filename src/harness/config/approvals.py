@@ -17,7 +17,6 @@ a script): approve project files whose commands and env files lie where the agen
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -26,14 +25,9 @@ from pathlib import Path
 from harness.config.errors import ConfigError
 from harness.config.frozen import FrozenMap
 from harness.config.model import Config
-from harness.config.projects import PROJECT_FILE
+from harness.config.projects import PROJECT_FILE, digest
 
 APPROVALS_FILE = "project-approvals.json"
-
-
-def digest(data: bytes) -> str:
-    """SHA-256 (hex) of a file's bytes."""
-    return hashlib.sha256(data).hexdigest()
 
 
 def read_approvals(state_dir: Path) -> dict[str, str]:
@@ -80,9 +74,8 @@ def approve(state_dir: Path, file: Path, data: bytes) -> str:
     return sha
 
 
-def revoke(state_dir: Path, folder: Path) -> bool:
-    """Forget the approval of ``folder``'s project file; whether there was one."""
-    file = (folder / PROJECT_FILE).resolve()
+def revoke(state_dir: Path, file: Path) -> bool:
+    """Forget the approval of the project file ``file`` (resolved); whether there was one."""
     approvals = read_approvals(state_dir)
     if approvals.pop(str(file), None) is None:
         return False

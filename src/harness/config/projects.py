@@ -37,6 +37,11 @@ class Projects:
     """Each project file's SHA-256, of the very bytes its upstreams were read from."""
 
 
+def digest(data: bytes) -> str:
+    """SHA-256 (hex) of a project file's bytes: what an approval records (config/approvals.py)."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def read_projects(
     harnesses: Mapping[str, HarnessConfig], read: Collection[Path], global_upstreams: Mapping[str, Path]
 ) -> Projects:
@@ -60,7 +65,7 @@ def read_projects(
             continue
         files.append(file)
         data = read_bytes(file)  # read once: what is approved is what is run (config/approvals.py)
-        digests[file.resolve()] = hashlib.sha256(data).hexdigest()
+        digests[file.resolve()] = digest(data)
         for upstream in _upstreams(file, parse_toml(file, data), global_upstreams):
             upstreams[upstream.key] = upstream
     return Projects(upstreams, folders, tuple(files), digests)

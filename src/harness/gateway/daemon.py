@@ -106,7 +106,7 @@ class Daemon:
 
     def __init__(self, config: Config, state_dir: Path, config_path: Path | None = None) -> None:
         self.paths = StatePaths(state_dir.absolute())
-        self.config, self.unapproved_projects = self._approved(config)
+        self.config = self._approved(config)
         self.config_path = config_path
         self.intake = EventIntake(on_drop=CALL_LOG_DROPPED.inc)
         self.bus = EventBus(self.intake.emit)
@@ -497,7 +497,7 @@ class Daemon:
         except Exception:  # noqa: S110 - reload() already said why; the running configuration stays
             pass
 
-    def _approved(self, config: Config) -> tuple[Config, tuple[Path, ...]]:
+    def _approved(self, config: Config) -> Config:
         """``config`` without the upstreams of project files the operator has not approved as they
         are now (config/approvals.py), each named in the log with the command that approves it."""
         config, unapproved = approved_only(config, read_approvals(self.paths.root))
@@ -508,7 +508,7 @@ class Daemon:
                 file,
                 file.parent,
             )
-        return config, unapproved
+        return config
 
     async def reload(self) -> dict[str, Any]:
         """Re-read the configuration; a bad one is refused and the running one stays.
@@ -520,11 +520,11 @@ class Daemon:
         """
         async with self._reloading:
             try:
-                new, unapproved = self._approved(await asyncio.to_thread(load_config, self.config_path))
+                new = self._approved(await asyncio.to_thread(load_config, self.config_path))
             except ConfigError as exc:
                 log.error("reload refused, the running configuration stays: %s", exc)
                 raise
-            old, self.config, self.unapproved_projects = self.config, new, unapproved
+            old, self.config = self.config, new
             self.recorder.args_mode = new.mcp.call_log_args
             self.recorder.known = KnownSecrets.of(new)
             try:

@@ -57,7 +57,7 @@ def test_an_approval_holds_until_the_file_changes_and_can_be_revoked(tmp_path):
 
     approve(state, file, file.read_bytes())
     assert approved_only(load_config(main), read_approvals(state))[1] == ()
-    assert revoke(state, project) and not revoke(state, project)
+    assert revoke(state, file) and not revoke(state, file)
     assert approved_only(load_config(main), read_approvals(state))[1] == (file,)
 
 
