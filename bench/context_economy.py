@@ -282,18 +282,24 @@ def fastmcp_run(python: str, view: ToolView, queries: Sequence[str], rounds: int
         "rounds": rounds,
         "server_rounds": server_rounds,
     }
+    return run_reference(python, spec, timeout=900)
+
+
+def run_reference(python: str, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Run ``fastmcp_search_ref.py`` under ``python`` (FastMCP's venv) on ``spec``; its JSON answer."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(spec, f)
         path = f.name
     try:
         proc = subprocess.run(
-            [python, str(REF_SCRIPT), path], check=False, capture_output=True, text=True, timeout=900
+            [python, str(REF_SCRIPT), path], check=False, capture_output=True, text=True, timeout=timeout
         )
     finally:
         os.unlink(path)
     if proc.returncode != 0:
         raise RuntimeError(f"{REF_SCRIPT.name} exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
-    return json.loads(proc.stdout)
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
 
 
 def verdict(ok: bool | None) -> str:

@@ -85,7 +85,6 @@ SETS: dict[str, Path | None] = {
 BEFORE_REV = "1727d8c"
 """The last commit before the issue-12 search (the query sets committed, the search unchanged)."""
 FASTMCP_PYTHON = "/tmp/fastmcp-venv/bin/python"
-REF_SCRIPT = HERE / "fastmcp_search_ref.py"
 K = 10
 BIG = 5000
 BAR_P50_MS = 1.0
@@ -288,19 +287,10 @@ def run_fastmcp(python: str, conn: apsw.Connection, queries: Sequence[str], roun
         )
     ]
     spec = {"tools": tools, "queries": list(queries), "k": K, "rounds": rounds, "server_rounds": 0}
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(spec, f)
-        path = f.name
-    try:
-        proc = subprocess.run(
-            [python, str(REF_SCRIPT), path], check=False, capture_output=True, text=True, timeout=1800
-        )
-    finally:
-        os.unlink(path)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{REF_SCRIPT.name} exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
-    result: dict[str, Any] = json.loads(proc.stdout)
-    return result
+    sys.path.insert(0, str(HERE))
+    from context_economy import run_reference
+
+    return run_reference(python, spec, timeout=1800)
 
 
 def paired(a: argparse.Namespace, real: apsw.Connection, known: frozenset[str], queries: list[str]) -> None:
