@@ -147,6 +147,12 @@ def test_a_project_file_runs_only_as_the_operator_approved_it(start_daemon, tmp_
         return json.loads(daemon.harness_cli("status", "--json").stdout)["upstreams"]
 
     assert key not in upstreams() and not daemon.descendants_running(DEMO)
+    project_file = str(project / "harness.toml")
+    status = json.loads(daemon.harness_cli("status", "--json").stdout)
+    assert status["unapproved_projects"] == [project_file]
+    said = daemon.harness_cli("status").stdout
+    assert f"not approved, its upstreams do not run: {project_file}" in said
+    assert f"harness project allow {project}" in said
     doctor = daemon.harness_cli("doctor", check=False)
     assert f"project file {project / 'harness.toml'} is not approved" in doctor.stdout
     assert f"harness project allow {project}" in doctor.stdout
@@ -155,10 +161,13 @@ def test_a_project_file_runs_only_as_the_operator_approved_it(start_daemon, tmp_
     assert f"web: {' '.join(DEMO_UPSTREAM)}" in allowed  # what it runs, as approved
     daemon.harness_cli("reload", "--json")
     wait_until(lambda: upstreams().get(key, {}).get("state") == "up", timeout=30)
+    assert json.loads(daemon.harness_cli("status", "--json").stdout)["unapproved_projects"] == []
+    assert "not approved" not in daemon.harness_cli("status").stdout
 
     (project / "harness.toml").write_text(f"[mcp.web]\nargv = {toml_list(['sh', '-c', 'echo pwned'])}\n")
     daemon.harness_cli("reload", "--json")
     wait_until(lambda: key not in upstreams() and not daemon.descendants_running(DEMO), timeout=30)
+    assert json.loads(daemon.harness_cli("status", "--json").stdout)["unapproved_projects"] == [project_file]
 
     assert "was not approved" in daemon.harness_cli("project", "revoke", str(tmp_path), check=False).stderr
     assert daemon.stop() == 0

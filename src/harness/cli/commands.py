@@ -402,6 +402,9 @@ def _cmd_status(ns: argparse.Namespace, g: Globals) -> int:
     harnesses: dict[str, str] = result.get("harnesses", {})
     if harnesses:
         print("harnesses: " + ", ".join(f"{n} {s}" for n, s in harnesses.items()))
+    for file in result.get("unapproved_projects", []):
+        folder = Path(file).parent
+        print(f"not approved, its upstreams do not run: {file} (read it; `harness project allow {folder}`)")
     return 0
 
 

@@ -48,6 +48,11 @@ class Fleet(Protocol):
         ...
 
     @property
+    def unapproved(self) -> tuple[Path, ...]:
+        """Project files of the configuration whose upstreams do not run: not approved as they are."""
+        ...
+
+    @property
     def unshared(self) -> UnsharedUpstreams:
         """The per-harness instances of ``shared = false`` upstreams."""
         ...
@@ -174,6 +179,7 @@ class ControlPlane:
             "harnesses": {name: self._harness_state(name)[0] for name in sorted(fleet.config.harnesses)},
             "sessions": sum(1 for _ in fleet.sessions),
             "sessions_per_harness": dict(Counter(s.identity.harness or "" for s in fleet.sessions)),
+            "unapproved_projects": [str(file) for file in fleet.unapproved],
         }
 
     async def status(self) -> dict[str, Any]:

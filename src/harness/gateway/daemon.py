@@ -106,7 +106,7 @@ class Daemon:
 
     def __init__(self, config: Config, state_dir: Path, config_path: Path | None = None) -> None:
         self.paths = StatePaths(state_dir.absolute())
-        self.config = self._approved(config)
+        self.config, self.unapproved = self._approved(config)
         self.config_path = config_path
         self.intake = EventIntake(on_drop=CALL_LOG_DROPPED.inc)
         self.bus = EventBus(self.intake.emit)
@@ -497,9 +497,10 @@ class Daemon:
         except Exception:  # noqa: S110 - reload() already said why; the running configuration stays
             pass
 
-    def _approved(self, config: Config) -> Config:
+    def _approved(self, config: Config) -> tuple[Config, tuple[Path, ...]]:
         """``config`` without the upstreams of project files the operator has not approved as they
-        are now (config/approvals.py), each named in the log with the command that approves it."""
+        are now (config/approvals.py), and those files, each named in the log with the command that
+        approves it (``harness status`` and the status page list them too)."""
         config, unapproved = approved_only(config, read_approvals(self.paths.root))
         for file in unapproved:
             log.warning(
@@ -508,7 +509,7 @@ class Daemon:
                 file,
                 file.parent,
             )
-        return config
+        return config, unapproved
 
     async def reload(self) -> dict[str, Any]:
         """Re-read the configuration; a bad one is refused and the running one stays.
@@ -520,11 +521,11 @@ class Daemon:
         """
         async with self._reloading:
             try:
-                new = self._approved(await asyncio.to_thread(load_config, self.config_path))
+                new, unapproved = self._approved(await asyncio.to_thread(load_config, self.config_path))
             except ConfigError as exc:
                 log.error("reload refused, the running configuration stays: %s", exc)
                 raise
-            old, self.config = self.config, new
+            old, self.config, self.unapproved = self.config, new, unapproved
             self.recorder.args_mode = new.mcp.call_log_args
             self.recorder.known = KnownSecrets.of(new)
             try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from html import escape
+from pathlib import PurePath
 from typing import Any
 
 REFRESH_S = 1
@@ -88,12 +89,25 @@ def _call_rows(calls: Iterable[Mapping[str, Any]]) -> list[str]:
     return rows
 
 
+def _unapproved(files: Iterable[str]) -> str:
+    """A line per project file whose upstreams do not run until the operator approves it."""
+    lines = []
+    for file in files:
+        shown, folder = escape(file), escape(str(PurePath(file).parent))
+        lines.append(
+            f'<p class="bad" data-unapproved="{shown}">not approved, its upstreams do not run: {shown} '
+            f"<small>(read it; harness project allow {folder})</small></p>"
+        )
+    return "".join(lines)
+
+
 def render(
     status: Mapping[str, Any],
     calls: Iterable[Mapping[str, Any]],
     schema_bytes: Mapping[str, float],
 ) -> bytes:
-    """The page: upstreams (state, breaker, calls in flight, project folder), harnesses (state,
+    """The page: upstreams (state, breaker, calls in flight, project folder) and project files not
+    approved, harnesses (state,
     sessions, schema bytes of the newest session's tool list), the newest calls (outcome, latency),
     newest first."""
     stamp = time.strftime("%H:%M:%S", time.gmtime())
@@ -112,6 +126,7 @@ def render(
             _upstream_rows(status.get("upstreams", {})),
             "no upstreams configured",
         ),
+        _unapproved(status.get("unapproved_projects", ())),
         "<h2>Harnesses</h2>",
         _table(
             "harnesses",
