@@ -143,6 +143,13 @@ class Daemon:
         """Publish an event: the log, then every subscriber of its type (never blocks)."""
         self.bus.publish(event)
 
+    def _catalogue_fetched(self, _event: Event) -> None:
+        """A catalogue goes into the tool index: have the search's snapshot of it made once the
+        writer has committed it, before an agent searches."""
+        writer = self._writer
+        if writer is not None:
+            self.reader.warm_search(lambda: writer.proxy().wait_flushed().get(timeout=30))
+
     def _export_call(self, event: Event) -> None:
         telemetry = self._telemetry
         if telemetry is not None:
@@ -311,6 +318,7 @@ class Daemon:
         self._policy = PolicyActor.start(self.config, self.routing, self._published)
         self.bus.subscribe_actor((ToolCatalogFetched, HarnessExited), self._policy)
         self.bus.subscribe((HarnessExited,), self._harness_exited)
+        self.bus.subscribe((ToolCatalogFetched,), self._catalogue_fetched)
         self.emit(
             DaemonStarted(
                 ts=time.time(),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -14,6 +15,8 @@ from harness.events import ToolCatalogFetched, decode
 from harness.reading import StoreView
 from harness.store import open_read_only
 
+log = logging.getLogger("harness.store_reader")
+
 
 class StoreReader:
     """One read-only connection used from one worker thread; answers come back on the loop."""
@@ -23,6 +26,7 @@ class StoreReader:
         self._conn: apsw.Connection | None = None
         self._view: StoreView | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-reader")
+        self._warming = False
 
     def _connection(self) -> apsw.Connection:
         if self._conn is None:
@@ -53,6 +57,34 @@ class StoreReader:
                 loop.call_soon_threadsafe(done, hits, None)
 
         self._pool.submit(work)
+
+    def warm_search(self, flushed: Callable[[], object]) -> None:
+        """Build the search's in-memory snapshot of the tool index now, in the worker thread, after
+        ``flushed()`` returns (the writer has committed what was emitted so far, the new catalogue
+        among it), so that no agent's search pays for it. One queued warm-up covers every catalogue
+        committed before it runs (the daemon starts many upstreams at once)."""
+        if self._warming:
+            return
+        self._warming = True
+
+        def work() -> None:
+            self._warming = False
+            try:
+                flushed()
+                from harness.projections.tool_index import warm
+
+                warm(self._connection())
+            except Exception:  # best effort: the next search builds it instead
+                log.debug("warming the tool search failed", exc_info=True)
+
+        self._pool.submit(work)
+
+    async def search_warmed(self) -> bool:
+        """Whether the search's snapshot is of the tool index as it is now (``warm_search`` ran)."""
+        from harness.projections.tool_index import warmed
+
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, lambda: warmed(self._connection()))
 
     async def top_tools(self, harness: str, k: int) -> tuple[tuple[str, str], ...]:
         """The (upstream, tool) pairs ``harness`` called most in the last 30 days of event time."""

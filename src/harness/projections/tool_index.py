@@ -702,6 +702,27 @@ def _cache(conn: apsw.Connection) -> _Cache:
     return cache
 
 
+def warm(conn: apsw.Connection) -> None:
+    """Bring the connection's ``_Snapshot`` up to the index as it is now, ahead of a search (the first
+    search after a catalogue changed would otherwise pay it: ~0.1 s at 1,374 tools, ~0.4 s at 5,000).
+    Nothing to do while the store has no tool index yet."""
+    try:
+        _snapshot(conn)
+    except apsw.SQLError:  # no tool index in this store yet
+        return
+
+
+def warmed(conn: apsw.Connection) -> bool:
+    """Whether the connection's ``_Snapshot`` is of the index as it is now (a search makes none)."""
+    cache = _CACHES.get(conn)
+    if cache is None or cache.snapshot is None:
+        return False
+    try:
+        return bool(cache.snapshot.key == (conn.execute(_KEY_SQL).fetchone() or ()))
+    except apsw.SQLError:
+        return False
+
+
 def _snapshot(conn: apsw.Connection) -> _Snapshot:
     """The connection's ``_Snapshot`` of the index as it is now (made again when it changed)."""
     cache = _cache(conn)

@@ -63,6 +63,15 @@ def logged(db: Path) -> list[tuple[Any, ...]]:
         return [(r["harness"], r["tool"], r["outcome"]) for r in view.calls()]
 
 
+async def search_warmed(daemon: Daemon) -> None:
+    """Wait until the daemon's search snapshot is of the tool index as it is now."""
+    for _ in range(int(WAIT / 0.05)):
+        if await daemon.reader.search_warmed():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the tool search was never warmed")
+
+
 def test_an_in_process_daemon_serves_its_harness_answers_the_control_socket_reloads_and_stops_everything(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
@@ -81,6 +90,7 @@ def test_an_in_process_daemon_serves_its_harness_answers_the_control_socket_relo
             await asyncio.wait_for(ready.wait(), WAIT)
             children.extend(psutil.Process().children(recursive=True))
             await await_until(lambda: logged(db) == EXPECTED, timeout=WAIT, message="the agent's calls")
+            await search_warmed(daemon)  # the catalogue's search snapshot made before any search
             status = await control(daemon, "status")
             assert status["upstreams"]["demo"]["state"] == "up" and status["upstreams"]["demo"]["tools"] > 5
             [row] = await control(daemon, "list")
@@ -99,6 +109,7 @@ def test_an_in_process_daemon_serves_its_harness_answers_the_control_socket_relo
             await await_until(
                 lambda: demo.link.available and demo.pid != before, timeout=WAIT, message="demo up again"
             )
+            await search_warmed(daemon)  # and again for the catalogue fetched after the restart
         finally:
             daemon.request_stop("test over")
             assert await asyncio.wait_for(running, WAIT) == 0
