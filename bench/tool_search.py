@@ -14,6 +14,8 @@ carries the catalogue's ``serverInfo.name``, as the daemon's does). Query sets (
   tools the other sets seldom ask for; written after the third held-out score);
 - ``dev-4``: ``bench/data/tool-search-dev-4.jsonl`` (69 tasks, mostly paraphrased, written after
   the first ``heldout-3`` score to tune on);
+- ``dev-5``: ``bench/data/tool-search-dev-5.jsonl`` (120 queries naming an entity, written after
+  ``heldout-4`` and ``-5`` showed entity queries losing recall, to tune on);
 - ``heldout-2``: ``bench/data/tool-search-heldout-2.jsonl`` (383 queries written from agent tasks
   before the issue-12 search was changed, never used to tune it; clusters: a product named, a task
   paraphrased, an entity type named; scored after each of five changes, so no longer clean);
@@ -84,6 +86,7 @@ SETS: dict[str, Path | None] = {
     "dev-2": HERE / "data" / "tool-search-dev-2.jsonl",
     "dev-3": HERE / "data" / "tool-search-dev-3.jsonl",
     "dev-4": HERE / "data" / "tool-search-dev-4.jsonl",
+    "dev-5": HERE / "data" / "tool-search-dev-5.jsonl",
     "heldout-2": HERE / "data" / "tool-search-heldout-2.jsonl",
     "heldout-3": HERE / "data" / "tool-search-heldout-3.jsonl",
     "heldout-4": HERE / "data" / "tool-search-heldout-4.jsonl",
@@ -362,7 +365,7 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=3, help="paired before/ours p50 runs (0: none)")
     ap.add_argument("--misses", default="", help="list the queries of these sets whose first hit is wrong")
     ap.add_argument("--tune", action="store_true", help="search the bm25 column weights on --tune-sets")
-    ap.add_argument("--tune-sets", default="repo,dev,dev-2,dev-3,dev-4")
+    ap.add_argument("--tune-sets", default="repo,dev,dev-2,dev-3,dev-4,dev-5")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:

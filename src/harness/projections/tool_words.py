@@ -125,6 +125,15 @@ _FILE_NAME = re.compile(
     re.I,
 )
 """A file's name in a query (``config.yaml``, ``README``) is read as the word ``file``."""
+
+DOCUMENT_TYPES = frozenset({"xlsx", "docx", "pptx", "pdf", "csv", "ipynb"})
+"""File types that say which application's tools a file is for: a name of one (``budget.xlsx``) is
+read as ``file`` and its type (``file xlsx``), which ``SYNONYMS`` and ``ALIASES`` may map further."""
+
+
+def _file_words(found: re.Match[str]) -> str:
+    kind = found.group().rpartition(".")[2].lower()
+    return f" file {kind} " if kind in DOCUMENT_TYPES else " file "
 _WHO_AM_I = re.compile(r"\bwho\s+am\s+i\b", re.I)
 _FILE_WORD = re.compile(r"Dockerfile|Makefile|README|LICENSE", re.I)
 
@@ -593,6 +602,8 @@ elasticsearch: elastic
 google calendar: gcal
 google workspace: gsuite
 github: gh
+excel: xlsx xls
+word: docx
 aws: s3 ec2 lambda dynamodb iam cloudformation cloudwatch sqs sns ecs eks rds bedrock cloudfront route53
 """
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -675,6 +686,25 @@ def plain_forms(word: str) -> list[str]:
     return [w for w in dict.fromkeys(forms) if w not in GENERIC_VERBS and w not in STOPWORDS]
 
 
+STATE_VERBS = frozenset({"open"})
+"""Verbs that also say which things are meant, when a noun in the plural follows at once: "open pull
+requests" are the ones open (a read), "open a pull request" makes one."""
+
+
+def _says_a_state(raw: Sequence[str], content: Sequence[int]) -> bool:
+    """Whether the query starts with a ``STATE_VERBS`` word right before the words of a plural noun
+    ("open issues in the repo", "open pull requests")."""
+    first = content[0]
+    if raw[first] not in STATE_VERBS:
+        return False
+    phrase = []
+    for i in range(first + 1, len(raw)):
+        if raw[i] in STOPWORDS or raw[i] in PREPOSITIONS:
+            break
+        phrase.append(raw[i])
+    return any(stem(word) != word for word in phrase)
+
+
 def parse_query(query: str) -> Query:
     """Read a query: words, stop words dropped (unless nothing else is left), the operation asked
     (its first word's if a verb, else ``read`` for a question, else the first verb that is rarely
@@ -683,7 +713,7 @@ def parse_query(query: str) -> Query:
     ``MAX_QUERY_WORDS``."""
     query = _WHO_AM_I.sub(" whoami ", query)
     if "." in query or _FILE_WORD.search(query):
-        query = _FILE_NAME.sub(" file ", query)
+        query = _FILE_NAME.sub(_file_words, query)
     raw = query_tokens(query)
     if not raw:
         return Query((), (), None)
@@ -697,7 +727,8 @@ def parse_query(query: str) -> Query:
         and (raw[i] not in STOPWORDS or raw[i] in LEADING_PARTICLES)
         and (raw[i + 1] not in STOPWORDS or raw[i + 1] in TRAILING_PARTICLES)
     }
-    verb = content[0] if verb_operation(raw[content[0]]) is not None else None
+    state = content[0] if _says_a_state(raw, content) else None
+    verb = content[0] if verb_operation(raw[content[0]]) is not None and state is None else None
     operation = None if verb is None else verb_operation(raw[verb])
     if operation == CREATE and raw[content[0]] == "open" and any(raw[i] in OPENED_TO_READ for i in content):
         operation = READ  # open a file, a page, a link: read it (open a PR, a ticket: create one)
@@ -706,7 +737,11 @@ def parse_query(query: str) -> Query:
         verb, operation = None, READ  # "who changed this page": a read; "how do I create": a create
     if operation is None:
         verb = next(
-            (i for i in content if stem(raw[i]) not in NOUN_VERBS and verb_operation(raw[i]) is not None),
+            (
+                i
+                for i in content
+                if i != state and stem(raw[i]) not in NOUN_VERBS and verb_operation(raw[i]) is not None
+            ),
             None,
         )
         operation = None if verb is None else verb_operation(raw[verb])

@@ -54,6 +54,9 @@ def test_plurals_are_folded_and_an_acronyms_plural_stays_one_word():
     ("query", "operation"),
     [
         ("open a pull request", "create"),
+        ("open pull request for the fix", "create"),
+        ("open pull requests in the web repo", "list"),  # which ones: the open ones
+        ("open issues in the octocat/hello-world GitHub repo", "list"),
         ("open the config file", "read"),
         ("what's on my calendar Friday", "read"),
         ("who changed this page", "read"),
@@ -119,6 +122,12 @@ def test_a_file_name_in_a_query_reads_as_a_file():
     terms = parse_query("read the package.json from the repo").terms
     assert "file" in terms and "json" not in terms
     assert "file" in parse_query("show me the Dockerfile").terms
+
+
+def test_a_documents_file_name_also_says_its_type_and_so_its_application():
+    terms = parse_query("values in A1:D20 of the Q3 sheet in forecast.xlsx").terms
+    assert {"file", "xlsx", "excel"} <= set(terms)
+    assert "docx" in parse_query("heading structure of report.docx").terms
 
 
 def test_an_upstream_is_named_by_its_name_its_servers_name_and_what_its_tools_share():
