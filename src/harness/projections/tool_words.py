@@ -134,6 +134,8 @@ read as ``file`` and its type (``file xlsx``), which ``SYNONYMS`` and ``ALIASES`
 def _file_words(found: re.Match[str]) -> str:
     kind = found.group().rpartition(".")[2].lower()
     return f" file {kind} " if kind in DOCUMENT_TYPES else " file "
+
+
 _WHO_AM_I = re.compile(r"\bwho\s+am\s+i\b", re.I)
 _FILE_WORD = re.compile(r"Dockerfile|Makefile|README|LICENSE", re.I)
 
