@@ -27,6 +27,7 @@ class StoreReader:
         self._view: StoreView | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-reader")
         self._warming = False
+        self._closing = False
 
     def _connection(self) -> apsw.Connection:
         if self._conn is None:
@@ -69,6 +70,8 @@ class StoreReader:
 
         def work() -> None:
             self._warming = False
+            if self._closing:  # the daemon is stopping: nobody will search
+                return
             try:
                 flushed()
                 from harness.projections.tool_index import warm
@@ -128,7 +131,8 @@ class StoreReader:
         return await asyncio.get_running_loop().run_in_executor(self._pool, work)
 
     def close(self) -> None:
-        """Stop the worker and close the connections."""
+        """Stop the worker (a warm-up still queued is skipped) and close the connections."""
+        self._closing = True
         self._pool.shutdown(wait=True)
         if self._conn is not None:
             self._conn.close()
