@@ -132,6 +132,7 @@ read as ``file`` and its type (``file xlsx``), which ``SYNONYMS`` and ``ALIASES`
 
 
 def _file_words(found: re.Match[str]) -> str:
+    """What a file's name in a query is read as: ``file``, and its type if a ``DOCUMENT_TYPES`` one."""
     kind = found.group().rpartition(".")[2].lower()
     return f" file {kind} " if kind in DOCUMENT_TYPES else " file "
 

@@ -106,10 +106,9 @@ def render(
     calls: Iterable[Mapping[str, Any]],
     schema_bytes: Mapping[str, float],
 ) -> bytes:
-    """The page: upstreams (state, breaker, calls in flight, project folder) and project files not
-    approved, harnesses (state,
-    sessions, schema bytes of the newest session's tool list), the newest calls (outcome, latency),
-    newest first."""
+    """The page: upstreams (state, breaker, calls in flight, project folder), project files not
+    approved, harnesses (state, sessions, schema bytes of the newest session's tool list), the newest
+    calls (outcome, latency), newest first."""
     stamp = time.strftime("%H:%M:%S", time.gmtime())
     newest_first = list(calls)[::-1]
     parts = [
