@@ -28,7 +28,9 @@ carries the catalogue's ``serverInfo.name``, as the daemon's does). Query sets (
 - ``heldout-5``: ``bench/data/tool-search-heldout-5.jsonl`` (300 queries written the same way by
   another engineer, who had not seen ``heldout-4`` either; scored once when committed);
 - ``heldout-6``: ``bench/data/tool-search-heldout-6.jsonl`` (300 queries written the same way by a
-  third engineer, before the changes of ``dev-5``'s pass were made; scored once, after them).
+  third engineer, before the changes of ``dev-5``'s pass were made; scored once, after them);
+- ``heldout-7``: ``bench/data/tool-search-heldout-7.jsonl`` (300 queries written the same way by a
+  fourth engineer; **sealed**, never scored: see ``SEALED``).
 
 A ``.jsonl`` set has one ``{"query", "expected", "cluster"}`` a line; ``expected`` lists the tools
 that count as right, as ``<upstream>__<tool>`` (the exposed name is derived with
@@ -94,7 +96,11 @@ SETS: dict[str, Path | None] = {
     "heldout-4": HERE / "data" / "tool-search-heldout-4.jsonl",
     "heldout-5": HERE / "data" / "tool-search-heldout-5.jsonl",
     "heldout-6": HERE / "data" / "tool-search-heldout-6.jsonl",
+    "heldout-7": HERE / "data" / "tool-search-heldout-7.jsonl",
 }
+SEALED = ("heldout-7",)
+"""Sets not yet scored: left out of the default ``--sets``, to be scored once, by name, on the next
+change to the ranking (with ``--before`` the commit before it)."""
 BEFORE_REV = "1727d8c"
 """The last commit before the issue-12 search (the query sets committed, the search unchanged)."""
 FASTMCP_PYTHON = "/tmp/fastmcp-venv/bin/python"
@@ -360,7 +366,11 @@ def tune(conn: apsw.Connection, rows: Sequence[dict[str, Any]], start: Sequence[
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--catalogs", default=str(CATALOGS))
-    ap.add_argument("--sets", default=",".join(SETS), help=f"query sets, comma-separated ({', '.join(SETS)})")
+    ap.add_argument(
+        "--sets",
+        default=",".join(name for name in SETS if name not in SEALED),
+        help=f"query sets, comma-separated ({', '.join(SETS)}; sealed, only when named: {', '.join(SEALED)})",
+    )
     ap.add_argument("--rounds", type=int, default=10, help="latency rounds over each query set")
     ap.add_argument("--before", default=BEFORE_REV, help="git revision of the 'before' engine ('' = none)")
     ap.add_argument("--fastmcp-python", default=FASTMCP_PYTHON, help="'' = no FastMCP reference")
