@@ -702,6 +702,11 @@ def _cache(conn: apsw.Connection) -> _Cache:
     return cache
 
 
+def _index_key(conn: apsw.Connection) -> tuple[Any, ...]:
+    """The index's state as ``_KEY_SQL`` reads it: a snapshot of another key is out of date."""
+    return tuple(conn.execute(_KEY_SQL).fetchone() or ())
+
+
 def warm(conn: apsw.Connection) -> None:
     """Bring the connection's ``_Snapshot`` up to the index as it is now, ahead of a search (the first
     search after a catalogue changed would otherwise pay it: ~0.1 s at 1,374 tools, ~0.4 s at 5,000).
@@ -718,7 +723,7 @@ def warmed(conn: apsw.Connection) -> bool:
     if cache is None or cache.snapshot is None:
         return False
     try:
-        return bool(cache.snapshot.key == (conn.execute(_KEY_SQL).fetchone() or ()))
+        return bool(cache.snapshot.key == _index_key(conn))
     except apsw.SQLError:
         return False
 
@@ -726,7 +731,7 @@ def warmed(conn: apsw.Connection) -> bool:
 def _snapshot(conn: apsw.Connection) -> _Snapshot:
     """The connection's ``_Snapshot`` of the index as it is now (made again when it changed)."""
     cache = _cache(conn)
-    key: tuple[Any, ...] = conn.execute(_KEY_SQL).fetchone() or ()
+    key = _index_key(conn)
     if cache.snapshot is None:
         cache.snapshot = _Snapshot(conn, cache.tokens)
     if cache.snapshot.key != key:

@@ -700,12 +700,12 @@ def _says_a_state(raw: Sequence[str], content: Sequence[int]) -> bool:
     first = content[0]
     if raw[first] not in STATE_VERBS:
         return False
-    phrase = []
-    for i in range(first + 1, len(raw)):
-        if raw[i] in STOPWORDS or raw[i] in PREPOSITIONS:
-            break
-        phrase.append(raw[i])
-    return any(stem(word) != word for word in phrase)
+    for word in raw[first + 1 :]:
+        if word in STOPWORDS or word in PREPOSITIONS:
+            return False
+        if stem(word) != word:
+            return True
+    return False
 
 
 def parse_query(query: str) -> Query:
