@@ -30,7 +30,9 @@ carries the catalogue's ``serverInfo.name``, as the daemon's does). Query sets (
 - ``heldout-6``: ``bench/data/tool-search-heldout-6.jsonl`` (300 queries written the same way by a
   third engineer, before the changes of ``dev-5``'s pass were made; scored once, after them);
 - ``heldout-7``: ``bench/data/tool-search-heldout-7.jsonl`` (300 queries written the same way by a
-  fourth engineer; **sealed**, never scored: see ``SEALED``).
+  fourth engineer; **sealed**, never scored: see ``SEALED``);
+- ``heldout-8``: ``bench/data/tool-search-heldout-8.jsonl`` (300 queries written the same way by a
+  fifth engineer on 2026-12-03; **sealed**, never scored).
 
 A ``.jsonl`` set has one ``{"query", "expected", "cluster"}`` a line; ``expected`` lists the tools
 that count as right, as ``<upstream>__<tool>`` (the exposed name is derived with
@@ -97,8 +99,9 @@ SETS: dict[str, Path | None] = {
     "heldout-5": HERE / "data" / "tool-search-heldout-5.jsonl",
     "heldout-6": HERE / "data" / "tool-search-heldout-6.jsonl",
     "heldout-7": HERE / "data" / "tool-search-heldout-7.jsonl",
+    "heldout-8": HERE / "data" / "tool-search-heldout-8.jsonl",
 }
-SEALED = ("heldout-7",)
+SEALED = ("heldout-7", "heldout-8")
 """Sets not yet scored: left out of the default ``--sets``, to be scored once, by name, on the next
 change to the ranking (with ``--before`` the commit before it)."""
 BEFORE_REV = "1727d8c"
