@@ -403,6 +403,10 @@ PLURAL_BOOST = 0.03
 BM25_BOOST = 1.0
 """The weight of the tool's bm25 over the window's best."""
 
+UNNAMED_RARITY = 1.5
+"""The weight, against idf in tool names, of a query word no tool name holds (``closing`` of a share
+price): it counts in the query's whole, so a common name word alone does not say all of it."""
+
 _HIT_COLUMNS = "t.name, t.upstream, t.tool, t.description, t.input_schema"
 
 
@@ -810,7 +814,9 @@ class _Asked:
                 [idf.get(word.stem, 0.0)] + [min(idf.get(s, 0.0) for s in alt) for alt in word.alternatives]
             )
             if rarity <= 0 and not word.operation:
-                continue
+                if UNNAMED_RARITY <= 0:
+                    continue
+                rarity = UNNAMED_RARITY
             bit = 1 << len(asked.weights)
             asked.weights.append((rarity or 1.0) * word.weight)
             for s in {word.stem, *(alt[0] for alt in word.alternatives if len(alt) == 1)}:

@@ -137,6 +137,21 @@ def _file_words(found: re.Match[str]) -> str:
     return f" file {kind} " if kind in DOCUMENT_TYPES else " file "
 
 
+_IDENTIFIERS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bhttps?://\S+"), " url "),
+    (re.compile(r"\b[A-Z][A-Z0-9]{1,9}-[0-9]+\b"), " issue "),
+    (re.compile(r"(?:^|(?<=\s))#[a-z][\w-]*"), " channel "),
+    (re.compile(r"\bcus_(?=\w*[0-9A-Z])\w{4,}"), " customer "),
+    (re.compile(r"\bsub_(?=\w*[0-9A-Z])\w{4,}"), " subscription "),
+    (re.compile(r"\bin_(?=\w*[0-9A-Z])\w{4,}"), " invoice "),
+    (re.compile(r"\bpi_(?=\w*[0-9A-Z])\w{4,}"), " payment intent "),
+)
+"""Identifiers an agent pastes, read as the kind of thing they name: a link (``https://…``), an
+issue key (``PAY-12``: not the words pay and 12), a chat channel (``#incidents``), Stripe's ids
+(``cus_9XyZ``; a digit or capital in them, so ``in_progress`` and ``sub_tasks`` stay words)."""
+_IDENTIFIER_HINTS = re.compile(r"://|-[0-9]|#|_")
+
+
 _WHO_AM_I = re.compile(r"\bwho\s+am\s+i\b", re.I)
 _FILE_WORD = re.compile(r"Dockerfile|Makefile|README|LICENSE", re.I)
 
@@ -715,6 +730,9 @@ def parse_query(query: str) -> Query:
     joined (``on call`` → oncall), each word's synonyms; the FTS5 terms deduplicated and capped at
     ``MAX_QUERY_WORDS``."""
     query = _WHO_AM_I.sub(" whoami ", query)
+    if _IDENTIFIER_HINTS.search(query):
+        for pattern, kind in _IDENTIFIERS:
+            query = pattern.sub(kind, query)
     if "." in query or _FILE_WORD.search(query):
         query = _FILE_NAME.sub(_file_words, query)
     raw = query_tokens(query)

@@ -264,6 +264,17 @@ def test_the_operation_a_query_asks_for_ranks_first(fleet):
     assert names(search(fleet, "wiki pages"))[0] == "wiki__list_pages"
 
 
+def test_a_common_name_word_alone_does_not_outweigh_the_words_no_name_holds():
+    c = memory_store()
+    browser = [tool(n, d) for n, d in [("close_page", "Close the current tab"), ("new_page", "Open a tab")]]
+    browser.append(tool("take_screenshot", "Screenshot of the tab"))
+    quotes = [tool("get_history", "Daily open, high, low and closing prices of a stock ticker")]
+    quotes.append(tool("get_news", "News about a company"))
+    fold_into(c, [catalog("browser", browser), catalog("quotes", quotes)])
+    assert names(search(c, "what did the TSLA stock close at on March 3"))[0] == "quotes__get_history"
+    assert names(search(c, "close the current tab"))[0] == "browser__close_page"
+
+
 def test_tool_terms_count_name_words_and_mark_what_names_an_upstream(fleet):
     rows = {
         (word, upstream): (tools, product)

@@ -130,6 +130,27 @@ def test_a_documents_file_name_also_says_its_type_and_so_its_application():
     assert "docx" in parse_query("heading structure of report.docx").terms
 
 
+@pytest.mark.parametrize(
+    ("query", "kind", "gone"),
+    [
+        ("move PAY-12 to In Review", "issue", "pay"),
+        ("last 50 messages in #incidents", "channel", "incidents"),
+        ("load https://example.com/pricing in the browser", "url", "pricing"),
+        ("invoices for customer cus_9XyZ", "customer", "9xyz"),
+        ("cancel sub_1Kx9 right away", "subscription", "1kx9"),
+    ],
+)
+def test_a_pasted_identifier_reads_as_the_kind_of_thing_it_names(query, kind, gone):
+    terms = parse_query(query).terms
+    assert kind in terms and gone not in terms
+
+
+def test_a_hash_inside_a_selector_or_a_snake_case_word_is_no_identifier():
+    assert "channel" not in parse_query("screenshot of the div#chart element").terms
+    terms = parse_query("tasks in_progress with sub_tasks").terms
+    assert "invoice" not in terms and "subscription" not in terms
+
+
 def test_an_upstream_is_named_by_its_name_its_servers_name_and_what_its_tools_share():
     assert label_words("azure-devops", "Azure DevOps MCP Server") == ["azure", "devop"]
     assert label_words("context7", "Context7") == ["context7"]
