@@ -139,7 +139,7 @@ def _file_words(found: re.Match[str]) -> str:
 
 _IDENTIFIERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bhttps?://\S+"), " url "),
-    (re.compile(r"\b[A-Z][A-Z0-9]{1,9}-[0-9]+\b"), " issue "),
+    (re.compile(r"\b(?!(?:UTF|SHA|ISO|RFC|GPT|CVE|COVID)-)[A-Z][A-Z0-9]{1,9}-[0-9]+\b"), " issue "),
     (re.compile(r"(?:^|(?<=\s))#[a-z][\w-]*"), " channel "),
     (re.compile(r"\bcus_(?=\w*[0-9A-Z])\w{4,}"), " customer "),
     (re.compile(r"\bsub_(?=\w*[0-9A-Z])\w{4,}"), " subscription "),
@@ -147,8 +147,9 @@ _IDENTIFIERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bpi_(?=\w*[0-9A-Z])\w{4,}"), " payment intent "),
 )
 """Identifiers an agent pastes, read as the kind of thing they name: a link (``https://…``), an
-issue key (``PAY-12``: not the words pay and 12), a chat channel (``#incidents``), Stripe's ids
-(``cus_9XyZ``; a digit or capital in them, so ``in_progress`` and ``sub_tasks`` stay words)."""
+issue key (``PAY-12``: not the words pay and 12; not ``UTF-8``, ``SHA-256`` …), a chat channel
+(``#incidents``), Stripe's ids (``cus_9XyZ``; a digit or capital in them, so ``in_progress`` and
+``sub_tasks`` stay words)."""
 _IDENTIFIER_HINTS = re.compile(r"://|-[0-9]|#|_")
 
 

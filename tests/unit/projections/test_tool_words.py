@@ -145,10 +145,11 @@ def test_a_pasted_identifier_reads_as_the_kind_of_thing_it_names(query, kind, go
     assert kind in terms and gone not in terms
 
 
-def test_a_hash_inside_a_selector_or_a_snake_case_word_is_no_identifier():
+def test_a_hash_in_a_selector_a_snake_case_word_or_a_standards_name_is_no_identifier():
     assert "channel" not in parse_query("screenshot of the div#chart element").terms
     terms = parse_query("tasks in_progress with sub_tasks").terms
     assert "invoice" not in terms and "subscription" not in terms
+    assert "issue" not in parse_query("SHA-256 of the UTF-8 file").terms
 
 
 def test_an_upstream_is_named_by_its_name_its_servers_name_and_what_its_tools_share():
