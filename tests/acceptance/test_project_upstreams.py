@@ -151,7 +151,7 @@ def test_a_project_file_runs_only_as_the_operator_approved_it(start_daemon, tmp_
     status = json.loads(daemon.harness_cli("status", "--json").stdout)
     assert status["unapproved_projects"] == [project_file]
     said = daemon.harness_cli("status").stdout
-    assert f"not approved, its upstreams do not run: {project_file}" in said
+    assert f"project file {project_file} is not approved" in said
     assert f"harness project allow {project}" in said
     doctor = daemon.harness_cli("doctor", check=False)
     assert f"project file {project / 'harness.toml'} is not approved" in doctor.stdout

@@ -8,11 +8,12 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from harness.cli.common import Globals, UsageError, globals_from, iso_z, parse_since
 from harness.cli.formatting import call_json, format_call
+from harness.config.approvals import unapproved_hint
 
 _GLOBAL_HELP = "--config FILE, --state-dir DIR and --debug are accepted anywhere on the command line."
 
@@ -403,8 +404,7 @@ def _cmd_status(ns: argparse.Namespace, g: Globals) -> int:
     if harnesses:
         print("harnesses: " + ", ".join(f"{n} {s}" for n, s in harnesses.items()))
     for file in result.get("unapproved_projects", []):
-        folder = Path(file).parent
-        print(f"not approved, its upstreams do not run: {file} (read it; `harness project allow {folder}`)")
+        print(unapproved_hint(PurePath(file)))
     return 0
 
 

@@ -25,7 +25,7 @@ from harness.config import (
     load_config,
     parse_env_file,
 )
-from harness.config.approvals import read_approvals, unapproved_files
+from harness.config.approvals import read_approvals, unapproved_files, unapproved_hint
 from harness.config.model import loopback_address
 from harness.gateway.processes import minimal_env
 from harness.gateway.state_dir import MAX_SOCKET_PATH, StatePaths
@@ -113,11 +113,7 @@ def _approvals(report: Report, state_dir: Path, config: Config) -> None:
         report.add("configuration", "problem", str(exc))
         return
     for file in unapproved_files(config, approvals):
-        text = (
-            f"project file {file} is not approved (new, or changed since): its upstreams do not start;"
-            f" read it, then `harness project allow {file.parent}` and `harness reload`"
-        )
-        report.add("configuration", "problem", text)
+        report.add("configuration", "problem", unapproved_hint(file))
 
 
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")

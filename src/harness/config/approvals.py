@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from harness.config.errors import ConfigError
 from harness.config.frozen import FrozenMap
@@ -81,6 +81,15 @@ def revoke(state_dir: Path, file: Path) -> bool:
         return False
     _write(state_dir, approvals)
     return True
+
+
+def unapproved_hint(file: PurePath) -> str:
+    """What the daemon's log, ``harness doctor``, ``harness status`` and the status page say of an
+    unapproved project file: that its upstreams do not run, and the commands that approve it."""
+    return (
+        f"project file {file} is not approved (new, or changed since): its upstreams do not run;"
+        f" read it, then `harness project allow {file.parent}` and `harness reload`"
+    )
 
 
 def unapproved_files(config: Config, approvals: Mapping[str, str]) -> tuple[Path, ...]:

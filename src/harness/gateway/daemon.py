@@ -32,7 +32,7 @@ from harness.config import (
     default_config_path,
     load_config,
 )
-from harness.config.approvals import approved_only, read_approvals
+from harness.config.approvals import approved_only, read_approvals, unapproved_hint
 from harness.config.model import loopback_address
 from harness.events import (
     ConfigReloaded,
@@ -511,12 +511,7 @@ class Daemon:
         approves it (``harness status`` and the status page list them too)."""
         config, unapproved = approved_only(config, read_approvals(self.paths.root))
         for file in unapproved:
-            log.warning(
-                "project file %s is not approved (new, or changed since): its upstreams are not started; "
-                "read it, then run `harness project allow %s` and `harness reload`",
-                file,
-                file.parent,
-            )
+            log.warning("%s", unapproved_hint(file))
         return config, unapproved
 
     async def reload(self) -> dict[str, Any]:

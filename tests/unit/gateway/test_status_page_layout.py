@@ -53,6 +53,6 @@ def test_a_project_file_not_approved_is_named_with_the_command_that_approves_it(
     file = "/work/<i>proj</i>/harness.toml"
     page = render({**STATUS, "unapproved_projects": [file]}, [], {}).decode()
     assert "<i>" not in page
-    assert "not approved, its upstreams do not run: /work/&lt;i&gt;proj&lt;/i&gt;/harness.toml" in page
+    assert "project file /work/&lt;i&gt;proj&lt;/i&gt;/harness.toml is not approved" in page
     assert "harness project allow /work/&lt;i&gt;proj&lt;/i&gt;" in page
     assert "not approved" not in render(STATUS, [], {}).decode()

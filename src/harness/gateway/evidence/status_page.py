@@ -10,6 +10,8 @@ from html import escape
 from pathlib import PurePath
 from typing import Any
 
+from harness.config.approvals import unapproved_hint
+
 REFRESH_S = 1
 RECENT_CALLS = 20
 
@@ -93,11 +95,8 @@ def _unapproved(files: Iterable[str]) -> str:
     """A line per project file whose upstreams do not run until the operator approves it."""
     lines = []
     for file in files:
-        shown, folder = escape(file), escape(str(PurePath(file).parent))
-        lines.append(
-            f'<p class="bad" data-unapproved="{shown}">not approved, its upstreams do not run: {shown} '
-            f"<small>(read it; harness project allow {folder})</small></p>"
-        )
+        hint = escape(unapproved_hint(PurePath(file)))
+        lines.append(f'<p class="bad" data-unapproved="{escape(file)}">{hint}</p>')
     return "".join(lines)
 
 
