@@ -37,6 +37,7 @@ mcp_policy = "all"
     return text
 
 
+@pytest.mark.slow
 def test_doctor_on_a_healthy_running_daemon_reports_it_and_exits_0(start_daemon):
     port = free_port()
     daemon = start_daemon(config(port))
@@ -55,6 +56,7 @@ def test_doctor_on_a_healthy_running_daemon_reports_it_and_exits_0(start_daemon)
     assert "no problems found" in human.stdout and "running: pid" in human.stdout
 
 
+@pytest.mark.slow
 def test_doctor_exits_1_naming_an_upstream_that_is_not_up(start_daemon):
     daemon = start_daemon(config(free_port(), broken=True))
     done = daemon.harness_cli("doctor", "--json", check=False)

@@ -225,6 +225,7 @@ def test_the_bridge_imports_no_third_party_module(tmp_path):
     assert sys.stdlib_module_names  # the check above is against known third-party roots
 
 
+@pytest.mark.slow
 def test_the_daemon_removes_calls_older_than_call_log_days_at_start(start_daemon, tmp_path):
     from tests_support import call_event
 

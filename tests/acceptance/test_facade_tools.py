@@ -65,6 +65,7 @@ async def _error_of(client: Client, name: str, arguments: dict) -> str:
     raise AssertionError(f"{name} was not refused")
 
 
+@pytest.mark.slow
 def test_a_read_harness_reads_the_fleet_and_is_refused_writes_a_write_harness_restarts_a_sibling(
     start_daemon, tmp_path
 ):
@@ -124,6 +125,7 @@ def test_a_read_harness_reads_the_fleet_and_is_refused_writes_a_write_harness_re
     assert restart["tier"] == "write" and restart["error_reason"] is None
 
 
+@pytest.mark.slow
 def test_skills_prompts_and_trajectory_tools_answer_and_every_tool_call_is_a_row(start_daemon, tmp_path):
     daemon = start_daemon(_config(tmp_path))
     harnesses = wait_until(daemon.running)

@@ -12,6 +12,7 @@ pytestmark = pytest.mark.acceptance
 FAILS_ONCE = "if [ -e ran ]; then exec sleep 600; else touch ran; exit 3; fi"
 
 
+@pytest.mark.slow
 def test_a_failed_harness_restarts_as_a_new_run_and_a_finished_one_stays_exited(start_daemon, tmp_path):
     (tmp_path / "w").mkdir()
     daemon = start_daemon(

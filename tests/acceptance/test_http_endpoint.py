@@ -154,6 +154,7 @@ def test_no_token_foreign_host_or_origin_and_another_tokens_session_are_refused(
     assert daemon.proc.poll() is None
 
 
+@pytest.mark.slow
 def test_past_sixteen_sessions_of_a_token_the_least_recently_used_idle_one_makes_room(start_daemon):
     port = free_port()
     daemon = start_daemon(_config(port))
