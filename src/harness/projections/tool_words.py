@@ -586,6 +586,63 @@ excel: xlsx
 """
 
 
+_PHRASAL_VERBS_TEXT = """
+bring back: update restore reopen unarchive
+give back: create refund
+pay back: create refund
+roll back: update rollback revert undo
+spin up: create create start launch
+hand over: update transfer assign
+tuck away: delete archive
+put away: delete archive
+call off: delete cancel
+check off: update complete close
+tick off: update complete close
+cross off: update complete close
+wrap up: update complete close
+take down: delete delete stop
+tear down: delete delete
+shut down: run stop
+turn off: update disable stop mute
+switch off: update disable stop mute
+turn on: update enable start
+switch on: update enable start
+keep eye: create watch monitor subscribe
+sign out: delete logout
+log out: delete logout
+"""
+"""Phrasal verbs, the particle anywhere in the next few words ("bring the task back"): the operation
+each asks for, then the words tools use for it. English, not tool vocabulary: a verb like ``bring``
+or ``hand`` says nothing alone, and its particle (``back``) would otherwise match ``navigate_back``."""
+
+
+def _phrasal_table(text: str) -> dict[str, dict[str, tuple[str, tuple[str, ...]]]]:
+    table: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {}
+    for line in text.strip().splitlines():
+        head, _, said = line.partition(":")
+        verb, particle = head.split()
+        operation, *words = said.split()
+        table.setdefault(verb, {})[particle] = (operation, tuple(words))
+    return table
+
+
+PHRASAL_VERBS = _phrasal_table(_PHRASAL_VERBS_TEXT)
+PHRASAL_REACH = 4
+"""How many words after its verb a phrasal verb's particle may come ("hand ENG-301 over")."""
+
+
+def _phrasal_verb(raw: Sequence[str]) -> tuple[int, int, str, tuple[str, ...]] | None:
+    """The first phrasal verb of a query: its verb's and particle's indexes, operation, tool words."""
+    for i, word in enumerate(raw):
+        for form in (word, *plain_forms(word)):  # "rolled back", "handing it over"
+            particles = PHRASAL_VERBS.get(form, {})
+            for j in range(i + 1, min(len(raw), i + 1 + PHRASAL_REACH)) if particles else ():
+                found = particles.get(raw[j])
+                if found is not None:
+                    return i, j, found[0], found[1]
+    return None
+
+
 def _synonym_table(text: str) -> dict[str, tuple[str, ...]]:
     table: dict[str, list[str]] = {}
     for line in text.strip().splitlines():
@@ -724,6 +781,37 @@ def _says_a_state(raw: Sequence[str], content: Sequence[int]) -> bool:
     return False
 
 
+def _the_verb(
+    raw: Sequence[str], content: list[int]
+) -> tuple[int | None, str | None, list[int], tuple[str, ...]]:
+    """The query's verb (an index of ``raw``) and the operation it asks for (see ``parse_query``); the
+    content words, less a phrasal verb's particle; and the words tools use for that phrasal verb."""
+    state = content[0] if _says_a_state(raw, content) else None
+    verb = content[0] if verb_operation(raw[content[0]]) is not None and state is None else None
+    operation = None if verb is None else verb_operation(raw[verb])
+    phrasal = _phrasal_verb(raw)
+    said: tuple[str, ...] = ()
+    if phrasal is not None and verb in (None, phrasal[0]):
+        verb, operation, said = phrasal[0], phrasal[2], phrasal[3]
+        content = sorted({*(i for i in content if i != phrasal[1]), verb})
+    if operation == CREATE and raw[content[0]] == "open" and any(raw[i] in OPENED_TO_READ for i in content):
+        operation = READ  # open a file, a page, a link: read it (open a PR, a ticket: create one)
+    asks = raw[0] in QUESTION_WORDS and not (raw[0] == "how" and raw[1:2] in (["do"], ["to"], ["can"]))
+    if asks or (operation is None and any(w in QUESTION_WORDS for w in raw)):
+        return None, READ, content, ()  # "who changed this page": a read; "how do I create": a create
+    if operation is None:
+        verb = next(
+            (
+                i
+                for i in content
+                if i != state and stem(raw[i]) not in NOUN_VERBS and verb_operation(raw[i]) is not None
+            ),
+            None,
+        )
+        operation = None if verb is None else verb_operation(raw[verb])
+    return verb, operation, content, said
+
+
 def parse_query(query: str) -> Query:
     """Read a query: words, stop words dropped (unless nothing else is left), the operation asked
     (its first word's if a verb, else ``read`` for a question, else the first verb that is rarely
@@ -749,24 +837,7 @@ def parse_query(query: str) -> Query:
         and (raw[i] not in STOPWORDS or raw[i] in LEADING_PARTICLES)
         and (raw[i + 1] not in STOPWORDS or raw[i + 1] in TRAILING_PARTICLES)
     }
-    state = content[0] if _says_a_state(raw, content) else None
-    verb = content[0] if verb_operation(raw[content[0]]) is not None and state is None else None
-    operation = None if verb is None else verb_operation(raw[verb])
-    if operation == CREATE and raw[content[0]] == "open" and any(raw[i] in OPENED_TO_READ for i in content):
-        operation = READ  # open a file, a page, a link: read it (open a PR, a ticket: create one)
-    asks = raw[0] in QUESTION_WORDS and not (raw[0] == "how" and raw[1:2] in (["do"], ["to"], ["can"]))
-    if asks or (operation is None and any(w in QUESTION_WORDS for w in raw)):
-        verb, operation = None, READ  # "who changed this page": a read; "how do I create": a create
-    if operation is None:
-        verb = next(
-            (
-                i
-                for i in content
-                if i != state and stem(raw[i]) not in NOUN_VERBS and verb_operation(raw[i]) is not None
-            ),
-            None,
-        )
-        operation = None if verb is None else verb_operation(raw[verb])
+    verb, operation, content, phrasal = _the_verb(raw, content)
     lowered = query.lower()
     first_preposition = next(
         (
@@ -786,6 +857,8 @@ def parse_query(query: str) -> Query:
         for said in SYNONYMS.get(f"{stem(raw[a])} {stem(raw[b])}", ()):
             phrases.setdefault(a, []).append(said)
             phrases.setdefault(b, []).append(said)
+    if phrasal and verb is not None:
+        phrases.setdefault(verb, []).extend(phrasal)
     words: dict[str, QueryWord] = {}
     for i in content:
         word = raw[i]

@@ -152,6 +152,27 @@ def test_a_hash_in_a_selector_a_snake_case_word_or_a_standards_name_is_no_identi
     assert "issue" not in parse_query("SHA-256 of the UTF-8 file").terms
 
 
+@pytest.mark.parametrize(
+    ("query", "operation", "said", "gone"),
+    [
+        ("bring back the task I checked off by mistake", "update", "reopen", "back"),
+        ("hand ENG-301 over to the Platform team", "update", "transfer", "over"),
+        ("spin up a throwaway copy of the database", "create", "launch", "up"),
+        ("roll the api deployment back", "update", "rollback", "back"),
+        ("handing ENG-7 over to Platform", "update", "assign", "over"),
+        ("keep an eye on the pricing page", "create", "watch", "eye"),
+    ],
+)
+def test_a_phrasal_verb_says_its_operation_and_the_tools_words_not_its_particle(query, operation, said, gone):
+    parsed = parse_query(query)
+    assert parsed.operation == operation
+    assert said in parsed.terms and gone not in parsed.terms
+
+
+def test_a_particle_without_its_verb_stays_a_word():
+    assert "back" in parse_query("go back one page in the browser").terms
+
+
 def test_an_upstream_is_named_by_its_name_its_servers_name_and_what_its_tools_share():
     assert label_words("azure-devops", "Azure DevOps MCP Server") == ["azure", "devop"]
     assert label_words("context7", "Context7") == ["context7"]
