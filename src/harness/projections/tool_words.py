@@ -837,7 +837,7 @@ def parse_query(query: str) -> Query:
         and (raw[i] not in STOPWORDS or raw[i] in LEADING_PARTICLES)
         and (raw[i + 1] not in STOPWORDS or raw[i + 1] in TRAILING_PARTICLES)
     }
-    verb, operation, content, phrasal = _the_verb(raw, content)
+    verb, operation, content, phrasal_words = _the_verb(raw, content)
     lowered = query.lower()
     first_preposition = next(
         (
@@ -857,8 +857,8 @@ def parse_query(query: str) -> Query:
         for said in SYNONYMS.get(f"{stem(raw[a])} {stem(raw[b])}", ()):
             phrases.setdefault(a, []).append(said)
             phrases.setdefault(b, []).append(said)
-    if phrasal and verb is not None:
-        phrases.setdefault(verb, []).extend(phrasal)
+    if phrasal_words and verb is not None:
+        phrases.setdefault(verb, []).extend(phrasal_words)
     words: dict[str, QueryWord] = {}
     for i in content:
         word = raw[i]
