@@ -37,7 +37,9 @@ carries the catalogue's ``serverInfo.name``, as the daemon's does). Query sets (
 - ``heldout-9``: ``bench/data/tool-search-heldout-9.jsonl`` (300 queries written the same way by a
   sixth engineer on 2026-12-03; sealed until scored once, after ``8270db1``);
 - ``heldout-10``: ``bench/data/tool-search-heldout-10.jsonl`` (300 queries written the same way by a
-  seventh engineer on 2026-12-03; sealed until scored once, after ``bb5db20``).
+  seventh engineer on 2026-12-03; sealed until scored once, after ``bb5db20``);
+- ``heldout-11``: ``bench/data/tool-search-heldout-11.jsonl`` (300 queries written the same way by an
+  eighth engineer on 2026-12-03; **sealed**, never scored: see ``SEALED``).
 
 A ``.jsonl`` set has one ``{"query", "expected", "cluster"}`` a line; ``expected`` lists the tools
 that count as right, as ``<upstream>__<tool>`` (the exposed name is derived with
@@ -107,8 +109,9 @@ SETS: dict[str, Path | None] = {
     "heldout-8": HERE / "data" / "tool-search-heldout-8.jsonl",
     "heldout-9": HERE / "data" / "tool-search-heldout-9.jsonl",
     "heldout-10": HERE / "data" / "tool-search-heldout-10.jsonl",
+    "heldout-11": HERE / "data" / "tool-search-heldout-11.jsonl",
 }
-SEALED: tuple[str, ...] = ()
+SEALED: tuple[str, ...] = ("heldout-11",)
 """Sets not yet scored: left out of the default ``--sets``, to be scored once, by name, on the next
 change to the ranking (with ``--before`` the commit before it)."""
 BEFORE_REV = "1727d8c"
