@@ -62,8 +62,7 @@ order alternating, over all the queries (the ratio is what a loaded machine leav
 
 Bars: p50 at 1,374 tools <= 1 ms and at 5,000 <= 2 ms (ours); on ``heldout-2`` to ``-6``
 recall@5 >= 0.90 and MRR@10 >= 0.75 (ours). ``--misses SET`` lists the queries of SET whose first
-hit is wrong (meant for the tuning sets); ``--tune`` searches the bm25 column weights on
-``--tune-sets``.
+hit is wrong (meant for the tuning sets). Tuning the constants: ``bench/tune_search.py``.
 """
 
 from __future__ import annotations
@@ -346,33 +345,6 @@ def paired(a: argparse.Namespace, real: apsw.Connection, known: frozenset[str], 
     print(f"ours / before p50, median over pairs: {statistics.median(ratios):.2f}")
 
 
-# ------------------------------------------------------------------------------------------ tuning
-
-
-def tune(conn: apsw.Connection, rows: Sequence[dict[str, Any]], start: Sequence[float]) -> tuple[float, ...]:
-    """Coordinate descent over the bm25 column weights, on ``rows`` (score MRR + recall/2)."""
-    best = tuple(start)
-    queries = [r["query"] for r in rows]
-
-    def score(w: tuple[float, ...]) -> float:
-        r5, mrr = metrics([[h.name for h in search(conn, q, k=K, weights=w)] for q in queries], rows)
-        return mrr + 0.5 * r5
-
-    best_score = score(best)
-    for round_ in range(3):
-        improved = False
-        for i in range(len(best)):
-            for factor in (0.25, 0.5, 0.75, 1.5, 2.0, 4.0):
-                cand = tuple(round(w * factor, 3) if j == i else w for j, w in enumerate(best))
-                s = score(cand)
-                if s > best_score + 1e-9:
-                    best, best_score, improved = cand, s, True
-        print(f"tune round {round_ + 1}: weights {best} score {best_score:.4f}", file=sys.stderr)
-        if not improved:
-            break
-    return best
-
-
 # ------------------------------------------------------------------------------------------ main
 
 
@@ -390,8 +362,6 @@ def main() -> int:
     ap.add_argument("--fastmcp-rounds", type=int, default=3)
     ap.add_argument("--pairs", type=int, default=3, help="paired before/ours p50 runs (0: none)")
     ap.add_argument("--misses", default="", help="list the queries of these sets whose first hit is wrong")
-    ap.add_argument("--tune", action="store_true", help="search the bm25 column weights on --tune-sets")
-    ap.add_argument("--tune-sets", default="repo,dev,dev-2,dev-3,dev-4,dev-5")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -407,12 +377,6 @@ def main() -> int:
         if unknown:
             raise SystemExit(f"{name}: expected tools not in the catalogues: {sorted(unknown)}")
     queries = {name: [r["query"] for r in rows] for name, rows in sets.items()}
-
-    if a.tune:
-        from harness.projections.tool_index import WEIGHTS
-
-        tune_rows = [r for s in a.tune_sets.split(",") for r in (sets.get(s) or load_set(s))]
-        print(f"best weights: {tune(real, tune_rows, WEIGHTS)}")
 
     results: dict[str, dict[str, tuple[list[list[str]], list[float]]]] = {"ours": {}}
     for name, qs in queries.items():
