@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from harness.projections.word_tables import ALIASES_TEXT, PHRASAL_VERBS_TEXT, SYNONYMS_TEXT
@@ -139,14 +139,12 @@ def _file_words(found: re.Match[str]) -> str:
     return f" file {kind} " if kind in DOCUMENT_TYPES else " file "
 
 
-_IDENTIFIERS: tuple[tuple[re.Pattern[str], str], ...] = (
+_STRIPE_IDS = {"cus": " customer ", "sub": " subscription ", "in": " invoice ", "pi": " payment intent "}
+_IDENTIFIERS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
     (re.compile(r"\bhttps?://\S+"), " url "),
     (re.compile(r"\b(?!(?:UTF|SHA|ISO|RFC|GPT|CVE|COVID)-)[A-Z][A-Z0-9]{1,9}-[0-9]+\b"), " issue "),
     (re.compile(r"(?:^|(?<=\s))#[a-z][\w-]*"), " channel "),
-    (re.compile(r"\bcus_(?=\w*[0-9A-Z])\w{4,}"), " customer "),
-    (re.compile(r"\bsub_(?=\w*[0-9A-Z])\w{4,}"), " subscription "),
-    (re.compile(r"\bin_(?=\w*[0-9A-Z])\w{4,}"), " invoice "),
-    (re.compile(r"\bpi_(?=\w*[0-9A-Z])\w{4,}"), " payment intent "),
+    (re.compile(r"\b(cus|sub|in|pi)_(?=\w*[0-9A-Z])\w{4,}"), lambda found: _STRIPE_IDS[found.group(1)]),
 )
 """Identifiers an agent pastes, read as the kind of thing they name: a link (``https://…``), an
 issue key (``PAY-12``: not the words pay and 12; not ``UTF-8``, ``SHA-256`` …), a chat channel
@@ -348,12 +346,15 @@ PHRASAL_REACH = 4
 def _phrasal_verb(raw: Sequence[str]) -> tuple[int, int, str, tuple[str, ...]] | None:
     """The first phrasal verb of a query: its verb's and particle's indexes, operation, tool words."""
     for i, word in enumerate(raw):
-        for form in (word, *plain_forms(word)):  # "rolled back", "handing it over"
-            particles = PHRASAL_VERBS.get(form, {})
-            for j in range(i + 1, min(len(raw), i + 1 + PHRASAL_REACH)) if particles else ():
-                found = particles.get(raw[j])
-                if found is not None:
-                    return i, j, found[0], found[1]
+        particles = next(
+            (PHRASAL_VERBS[form] for form in (word, *plain_forms(word)) if form in PHRASAL_VERBS), None
+        )  # "rolled back", "handing it over"
+        if particles is None:
+            continue
+        for j in range(i + 1, min(len(raw), i + 1 + PHRASAL_REACH)):
+            found = particles.get(raw[j])
+            if found is not None:
+                return i, j, *found
     return None
 
 
