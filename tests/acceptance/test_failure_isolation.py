@@ -242,9 +242,10 @@ def test_an_upstream_that_ignores_sigterm_and_its_grandchild_are_gone_within_7_s
     procs = [psutil.Process(pids["pid"]), psutil.Process(pids["grandchild"])]
     started = time.monotonic()
     assert daemon.stop(timeout=15) == 0
-    _gone, alive = psutil.wait_procs(procs, timeout=max(0.1, 7 - (time.monotonic() - started)))
-    assert alive == []
-    assert time.monotonic() - started < 7
+    stopped_after = time.monotonic() - started
+    # Gone, not zombies: the daemon reaped the grandchild it adopted (init may reap late).
+    assert [p.pid for p in procs if psutil.pid_exists(p.pid)] == []
+    assert stopped_after < 7
 
 
 @pytest.mark.slow

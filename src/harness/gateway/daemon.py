@@ -65,6 +65,7 @@ from harness.gateway.evidence.status_source import StatusPage
 from harness.gateway.evidence.telemetry import TelemetryExport
 from harness.gateway.facade import GatewayTools, read_libraries
 from harness.gateway.harnesses.spawner import HarnessSpawner
+from harness.gateway.harnesses.subreaper import OrphanReaper, adopt_orphans
 from harness.gateway.processes import BoundedLog
 from harness.gateway.state_dir import DaemonLock, StatePaths
 from harness.gateway.store_reader import StoreReader
@@ -122,6 +123,7 @@ class Daemon:
         self._policy: pykka.ActorRef[Any] | None = None
         self._spawner: HarnessSpawner | None = None
         self._server: asyncio.AbstractServer | None = None
+        self._orphans: OrphanReaper | None = None
         self._http: HttpEndpoint | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop = asyncio.Event()
@@ -345,6 +347,7 @@ class Daemon:
         await asyncio.to_thread(lambda: writer.proxy().wait_flushed().get(timeout=30))
         self._serve_metrics()
         await self._apply_telemetry()
+        self._orphans = adopt_orphans()  # before harnesses start: their orphans stay in our tree
         self._server = await self._listen()
         await self._serve_http()
         self._spawner = HarnessSpawner(
@@ -600,6 +603,8 @@ class Daemon:
             return_exceptions=True,
         )
         log.debug("upstreams stopped after %.3fs", time.perf_counter() - started)
+        if self._orphans is not None:  # every child stopped and waited for: reap what they left
+            self._orphans.finish()
         self._metrics.close()
         await self._stop_telemetry()  # every call so far has its span sent
         self.emit(DaemonStopped(ts=time.time(), reason=self._stop_reason or "stopped"))

@@ -9,6 +9,10 @@ import signal
 from collections.abc import Mapping
 from pathlib import Path
 
+KILLED_EXIT_S = 1.0
+"""How long a group's SIGKILL waits for the leader's exit to be reported (it is at once, unless the
+process is stuck in the kernel)."""
+
 ENV_ALLOWLIST = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "TMPDIR")
 """What a child may inherit from the daemon, plus ``LC_*``; nothing else of the daemon's environment."""
 
@@ -58,7 +62,8 @@ def signal_group(pid: int, sig: int) -> None:
 async def stop_group(
     pid: int, exited: asyncio.Event, term_after: float = 2.0, kill_after: float = 3.0
 ) -> None:
-    """Wait ``term_after`` s for ``exited``, then SIGTERM the group, wait ``kill_after`` s, then SIGKILL it.
+    """Wait ``term_after`` s for ``exited``, then SIGTERM the group, wait ``kill_after`` s, then SIGKILL it
+    and wait (at most ``KILLED_EXIT_S``) for the leader's exit to be reported.
 
     The group is killed at the end in every case, so grandchildren that outlived the leader go too.
     """
@@ -70,3 +75,5 @@ async def stop_group(
         if exited.is_set():
             break
     signal_group(pid, signal.SIGKILL)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(exited.wait(), KILLED_EXIT_S)

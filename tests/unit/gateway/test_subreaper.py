@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import sys
 import time
@@ -11,9 +12,16 @@ import pytest
 
 from harness.gateway.harnesses.subreaper import OrphanReaper, set_subreaper, zombie_children
 
+PR_GET_CHILD_SUBREAPER = 37
 linux_only = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux's"
 )
+
+
+def _is_subreaper() -> bool:
+    flag = ctypes.c_int()
+    assert ctypes.CDLL(None).prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0
+    return bool(flag.value)
 
 
 def _wait_zombie(pid: int, timeout: float = 10.0) -> None:
@@ -84,3 +92,18 @@ def test_the_reaper_reaps_a_child_only_once_it_was_a_zombie_at_two_scans():
     assert scans[0] == {pid}  # seen once, left alone; reaped at the second sight
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
+
+
+@linux_only
+def test_finishing_reaps_every_zombie_child_at_once_and_stops_being_the_subreaper():
+    if (pid := os.fork()) == 0:
+        os._exit(0)
+    _wait_zombie(pid)
+    assert set_subreaper(True)
+    assert _is_subreaper()
+    reaper = OrphanReaper(interval=3600, scan=lambda me: zombie_children(me) & {pid})
+    reaper.finish()  # no scan has seen it yet: finishing does not wait for two
+    assert reaper.reaped == 1
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    assert not _is_subreaper()

@@ -22,7 +22,6 @@ from harness.gateway.downstream.connection import BridgeConnection, SessionFacto
 from harness.gateway.downstream.limits import ConnectionCounts, Limits, RateLimitedLog
 from harness.gateway.downstream.peers import Attributor, peer_credentials
 from harness.gateway.downstream.session import DownstreamSession
-from harness.gateway.harnesses.subreaper import OrphanReaper, set_subreaper
 from harness.rules.access import Caller, NotPermitted, PeerOrigin, control_caller, session_token
 from harness.rules.routing import Identity
 
@@ -60,7 +59,6 @@ class ControlSocket:
         self._attributor = attributor or Attributor(harness_pids)
         self._log = RateLimitedLog(logger)
         self._uid = os.getuid()
-        self._reaper: OrphanReaper | None = None
         self._previous_handler: Any = None
 
     # ---------------------------------------------------------------- the Door
@@ -134,7 +132,7 @@ class ControlSocket:
         return BridgeConnection(self)
 
     async def serve(self, path: Path) -> asyncio.AbstractServer:
-        """Listen at ``path`` (mode 0600); become the subreaper of what the daemon starts."""
+        """Listen at ``path`` (mode 0600)."""
         loop = asyncio.get_running_loop()
         old = os.umask(0o177)
         try:
@@ -145,9 +143,6 @@ class ControlSocket:
         os.chmod(path, 0o600)
         self._previous_handler = loop.get_exception_handler()
         loop.set_exception_handler(self._loop_exception)
-        if set_subreaper(True):
-            self._reaper = OrphanReaper()
-            self._reaper.start()
         return _Served(server, self._closed)
 
     def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -167,10 +162,6 @@ class ControlSocket:
             loop.default_exception_handler(context)
 
     def _closed(self) -> None:
-        if self._reaper is not None:
-            self._reaper.stop()
-            self._reaper = None
-            set_subreaper(False)
         with contextlib.suppress(RuntimeError):
             asyncio.get_running_loop().set_exception_handler(self._previous_handler)
 

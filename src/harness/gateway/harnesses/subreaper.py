@@ -7,7 +7,9 @@ inside the daemon's tree (``downstream/peers.py`` then gives it read-only rights
 
 The daemon must then reap the orphans it adopts. asyncio waits for the children it spawned itself
 (by pid, at once); :class:`OrphanReaper` reaps only a child that has been a zombie for a whole scan
-interval, which no process asyncio waits for ever is.
+interval, which no process asyncio waits for ever is. At shutdown, once every child the daemon
+started has been stopped and waited for, :meth:`OrphanReaper.finish` reaps every zombie child at
+once: an orphan killed with its upstream's group is not left for init, which may reap it late.
 """
 
 from __future__ import annotations
@@ -57,6 +59,16 @@ def zombie_children(pid: int, proc: Path = Path("/proc")) -> set[int]:
     return zombies
 
 
+def adopt_orphans() -> OrphanReaper | None:
+    """Become this process's descendants' subreaper and reap the orphans it adopts (on the running
+    loop); None where that is unsupported."""
+    if not set_subreaper(True):
+        return None
+    reaper = OrphanReaper()
+    reaper.start()
+    return reaper
+
+
 class OrphanReaper:
     """Reaps adopted orphans: a zombie child seen at two scans in a row."""
 
@@ -77,6 +89,19 @@ class OrphanReaper:
         if self._task is not None:
             self._task.cancel()
             self._task = None
+
+    def reap_zombies(self) -> None:
+        """Reap every zombie child now (only when the daemon waits for none of its own children)."""
+        for pid in self._scan(os.getpid()):
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    self.reaped += 1
+
+    def finish(self) -> None:
+        """Stop scanning, reap every zombie child, and stop being the subreaper."""
+        self.stop()
+        self.reap_zombies()
+        set_subreaper(False)
 
     async def _run(self) -> None:
         seen: set[int] = set()
