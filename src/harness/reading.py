@@ -19,7 +19,8 @@ import apsw
 from harness.events import Envelope, ToolSearchCompleted
 from harness.naming import exposed_name
 from harness.projections.call_log import COLUMNS, iso_ms
-from harness.projections.tool_index import ToolHit, search
+from harness.projections.tool_index import ToolHit
+from harness.projections.tool_ranking import search
 from harness.projections.top_k import tool_counts
 from harness.store import StoreError, open_read_only, to_envelope
 

@@ -20,7 +20,7 @@ from harness.events import (
     UpstreamExited,
     UpstreamStarted,
 )
-from harness.projections.tool_index import search
+from harness.projections.tool_ranking import search
 from harness.replay import replay
 
 OUTCOMES = ["ok", "tool_error", "upstream_error", "timeout", "denied", "circuit_open", "cancelled"]

@@ -11,15 +11,10 @@ from hypothesis import strategies as st
 from projection_support import CATALOGS, fold_into, memory_store, tool
 from tests_support import catalog
 
-from harness.projections.tool_index import (
-    WEIGHTS,
-    _Snapshot,
-    match_expression,
-    parse_query,
-    search,
-    vocabulary,
-)
-from harness.projections.tool_index import _snapshot as snapshot_of
+from harness.projections.tool_index import WEIGHTS
+from harness.projections.tool_ranking import _Snapshot, match_expression, search, vocabulary
+from harness.projections.tool_ranking import _snapshot as snapshot_of
+from harness.projections.tool_words import parse_query
 from harness.testing.synthetic import load_catalogs
 
 BENCH_DATA = Path(__file__).parents[3] / "bench" / "data"
