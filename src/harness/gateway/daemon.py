@@ -604,7 +604,7 @@ class Daemon:
         )
         log.debug("upstreams stopped after %.3fs", time.perf_counter() - started)
         if self._orphans is not None:  # every child stopped and waited for: reap what they left
-            self._orphans.finish()
+            await self._orphans.finish()
         self._metrics.close()
         await self._stop_telemetry()  # every call so far has its span sent
         self.emit(DaemonStopped(ts=time.time(), reason=self._stop_reason or "stopped"))

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import os
+import signal
 import sys
 import time
 
 import pytest
 
-from harness.gateway.harnesses.subreaper import OrphanReaper, set_subreaper, zombie_children
+from harness.gateway.harnesses.subreaper import OrphanReaper, killed_children, set_subreaper, zombie_children
 
 PR_GET_CHILD_SUBREAPER = 37
 linux_only = pytest.mark.skipif(
@@ -67,6 +68,17 @@ def test_zombie_children_reads_the_children_files_and_each_childs_state(tmp_path
     assert zombie_children(60, tmp_path) == set()
 
 
+def test_killed_children_are_those_with_a_sigkill_pending_in_their_status(tmp_path):
+    task = tmp_path / "50" / "task" / "50"
+    task.mkdir(parents=True)
+    (task / "children").write_text("51 52 53 54")
+    pending = {51: ("0000000000000100", "0"), 52: ("0", "0000000000000100"), 53: ("0000000000004000", "0")}
+    for pid, (thread, shared) in pending.items():  # 53: only SIGTERM pending; 54: gone
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "status").write_text(f"Name:\tx\nSigPnd:\t{thread}\nShdPnd:\t{shared}\n")
+    assert killed_children(50, tmp_path) == {51, 52}
+
+
 @linux_only
 def test_the_reaper_reaps_a_child_only_once_it_was_a_zombie_at_two_scans():
     if (pid := os.fork()) == 0:
@@ -102,8 +114,22 @@ def test_finishing_reaps_every_zombie_child_at_once_and_stops_being_the_subreape
     assert set_subreaper(True)
     assert _is_subreaper()
     reaper = OrphanReaper(interval=3600, scan=lambda me: zombie_children(me) & {pid})
-    reaper.finish()  # no scan has seen it yet: finishing does not wait for two
+    asyncio.run(reaper.finish())  # no scan has seen it yet: finishing does not wait for two
     assert reaper.reaped == 1
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
     assert not _is_subreaper()
+
+
+@linux_only
+def test_finishing_waits_for_a_child_killed_a_moment_ago_and_reaps_it():
+    if (pid := os.fork()) == 0:
+        time.sleep(60)
+        os._exit(0)
+    os.kill(pid, signal.SIGKILL)  # and at once, before it can have died
+    assert set_subreaper(True)
+    reaper = OrphanReaper(interval=3600, scan=lambda me: zombie_children(me) & {pid})
+    asyncio.run(reaper.finish())
+    assert reaper.reaped == 1
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)

@@ -19,9 +19,13 @@ import contextlib
 import ctypes
 import logging
 import os
+import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
+
+from harness.gateway.processes import KILLED_EXIT_S
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +44,7 @@ def set_subreaper(on: bool) -> bool:
         return False
 
 
-def zombie_children(pid: int, proc: Path = Path("/proc")) -> set[int]:
-    """The children of ``pid`` that are zombies."""
+def _children(pid: int, proc: Path) -> set[int]:
     children: set[int] = set()
     try:
         tasks = list((proc / str(pid) / "task").iterdir())
@@ -50,13 +53,33 @@ def zombie_children(pid: int, proc: Path = Path("/proc")) -> set[int]:
     for task in tasks:
         with contextlib.suppress(OSError, ValueError):
             children.update(int(c) for c in (task / "children").read_text().split())
+    return children
+
+
+def zombie_children(pid: int, proc: Path = Path("/proc")) -> set[int]:
+    """The children of ``pid`` that are zombies."""
     zombies = set()
-    for child in children:
+    for child in _children(pid, proc):
         with contextlib.suppress(OSError):
             raw = (proc / str(child) / "stat").read_bytes()
             if raw[raw.rfind(b")") + 2 : raw.rfind(b")") + 3] == b"Z":
                 zombies.add(child)
     return zombies
+
+
+_SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
+
+
+def killed_children(pid: int, proc: Path = Path("/proc")) -> set[int]:
+    """The children of ``pid`` with a SIGKILL pending: killed, not dead yet (a zombie has none)."""
+    killed = set()
+    for child in _children(pid, proc):
+        with contextlib.suppress(OSError, ValueError):
+            for line in (proc / str(child) / "status").read_text().splitlines():
+                if line.startswith(("SigPnd:", "ShdPnd:")) and int(line.split()[1], 16) & _SIGKILL_BIT:
+                    killed.add(child)
+                    break
+    return killed
 
 
 def adopt_orphans() -> OrphanReaper | None:
@@ -97,10 +120,16 @@ class OrphanReaper:
                 if os.waitpid(pid, os.WNOHANG)[0] == pid:
                     self.reaped += 1
 
-    def finish(self) -> None:
-        """Stop scanning, reap every zombie child, and stop being the subreaper."""
+    async def finish(self, within: float = KILLED_EXIT_S) -> None:
+        """Stop scanning, reap every zombie child, and stop being the subreaper. A child killed
+        but not dead yet (a grandchild of a group killed a moment ago) is waited for, ``within``
+        seconds at most, and reaped."""
         self.stop()
+        deadline = time.monotonic() + within
         self.reap_zombies()
+        while killed_children(os.getpid()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+            self.reap_zombies()
         set_subreaper(False)
 
     async def _run(self) -> None:
