@@ -585,26 +585,13 @@ class Daemon:
         self._stop.set()
 
     async def _shutdown(self) -> None:
-        for task in list(self._background):
-            task.cancel()
-        if self._server is not None:
-            self._server.close()
-        if self._http is not None:
-            await self._http.close()
-        for session in list(self.sessions):
-            session.close("daemon stopping")
         started = time.perf_counter()
-        if self._spawner is not None:
-            await self._spawner.stop_all()
-        log.debug("harnesses stopped after %.3fs", time.perf_counter() - started)
-        await asyncio.gather(
-            *(self._stop_upstream(up) for up in list(self.upstreams.values())),
-            self.unshared.stop_all(),
-            return_exceptions=True,
-        )
-        log.debug("upstreams stopped after %.3fs", time.perf_counter() - started)
-        if self._orphans is not None:  # every child stopped and waited for: reap what they left
-            await self._orphans.finish()
+        try:
+            await self._stop_children()
+        finally:  # even when stopping failed: the subreaper is not left on
+            if self._orphans is not None:  # every child stopped: reap the orphans they left
+                await self._orphans.finish()
+        log.debug("children stopped after %.3fs", time.perf_counter() - started)
         self._metrics.close()
         await self._stop_telemetry()  # every call so far has its span sent
         self.emit(DaemonStopped(ts=time.time(), reason=self._stop_reason or "stopped"))
@@ -618,3 +605,21 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             with contextlib.suppress(ValueError, RuntimeError):
                 loop.remove_signal_handler(sig)
+
+    async def _stop_children(self) -> None:
+        """Close the endpoints and sessions, then stop every harness and upstream."""
+        for task in list(self._background):
+            task.cancel()
+        if self._server is not None:
+            self._server.close()
+        if self._http is not None:
+            await self._http.close()
+        for session in list(self.sessions):
+            session.close("daemon stopping")
+        if self._spawner is not None:
+            await self._spawner.stop_all()
+        await asyncio.gather(
+            *(self._stop_upstream(up) for up in list(self.upstreams.values())),
+            self.unshared.stop_all(),
+            return_exceptions=True,
+        )

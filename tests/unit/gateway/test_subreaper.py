@@ -68,13 +68,21 @@ def test_zombie_children_reads_the_children_files_and_each_childs_state(tmp_path
     assert zombie_children(60, tmp_path) == set()
 
 
-def test_killed_children_are_those_with_a_sigkill_pending_in_their_status(tmp_path):
+def test_killed_children_are_adopted_live_children_with_a_sigkill_pending(tmp_path):
     task = tmp_path / "50" / "task" / "50"
     task.mkdir(parents=True)
-    (task / "children").write_text("51 52 53 54")
-    pending = {51: ("0000000000000100", "0"), 52: ("0", "0000000000000100"), 53: ("0000000000004000", "0")}
-    for pid, (thread, shared) in pending.items():  # 53: only SIGTERM pending; 54: gone
+    kill, term = "0000000000000100", "0000000000004000"
+    children = {  # pid: state, session, SigPnd, ShdPnd
+        51: ("S", 50, kill, "0"),
+        52: ("R", 50, "0", kill),
+        53: ("S", 50, term, "0"),  # only SIGTERM pending
+        55: ("Z", 50, "0", kill),  # dead already: a zombie's status may still show it
+        56: ("S", 56, kill, "0"),  # leads its own session: a child the daemon started
+    }
+    (task / "children").write_text(" ".join(map(str, [*children, 54])))  # 54: gone
+    for pid, (state, session, thread, shared) in children.items():
         (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text(f"{pid} (x) {state} 50 {session} {session} 0\n")
         (tmp_path / str(pid) / "status").write_text(f"Name:\tx\nSigPnd:\t{thread}\nShdPnd:\t{shared}\n")
     assert killed_children(50, tmp_path) == {51, 52}
 
@@ -106,30 +114,60 @@ def test_the_reaper_reaps_a_child_only_once_it_was_a_zombie_at_two_scans():
         os.waitpid(pid, os.WNOHANG)
 
 
+def _finish(reaper: OrphanReaper) -> None:
+    assert set_subreaper(True)
+    try:
+        assert _is_subreaper()
+        asyncio.run(reaper.finish())
+        assert not _is_subreaper()
+    finally:
+        set_subreaper(False)
+
+
 @linux_only
-def test_finishing_reaps_every_zombie_child_at_once_and_stops_being_the_subreaper():
+def test_finishing_reaps_a_zombie_orphan_at_once_and_stops_being_the_subreaper():
     if (pid := os.fork()) == 0:
         os._exit(0)
     _wait_zombie(pid)
-    assert set_subreaper(True)
-    assert _is_subreaper()
-    reaper = OrphanReaper(interval=3600, scan=lambda me: zombie_children(me) & {pid})
-    asyncio.run(reaper.finish())  # no scan has seen it yet: finishing does not wait for two
+    only_it = lambda me: zombie_children(me) & {pid}  # noqa: E731 (other tests' children are not ours)
+    reaper = OrphanReaper(interval=3600, scan=only_it, killed=lambda me: set())
+    _finish(reaper)  # no scan has seen it yet: finishing does not wait for two
     assert reaper.reaped == 1
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    assert not _is_subreaper()
 
 
 @linux_only
-def test_finishing_waits_for_a_child_killed_a_moment_ago_and_reaps_it():
+def test_finishing_leaves_a_child_leading_its_own_session_to_whoever_waits_for_it():
+    if (pid := os.fork()) == 0:  # as the daemon starts upstreams and harnesses: asyncio waits for them
+        os.setsid()
+        os._exit(0)
+    _wait_zombie(pid)
+    reaper = OrphanReaper(interval=3600, scan=lambda me: zombie_children(me) & {pid}, killed=lambda me: set())
+    _finish(reaper)
+    assert reaper.reaped == 0
+    assert os.waitpid(pid, os.WNOHANG)[0] == pid  # still there for its waiter
+
+
+@linux_only
+def test_finishing_waits_for_an_orphan_killed_a_moment_ago_and_reaps_it():
     if (pid := os.fork()) == 0:
         time.sleep(60)
         os._exit(0)
-    os.kill(pid, signal.SIGKILL)  # and at once, before it can have died
-    assert set_subreaper(True)
-    reaper = OrphanReaper(interval=3600, scan=lambda me: zombie_children(me) & {pid})
-    asyncio.run(reaper.finish())
+    polls: list[set[int]] = []
+
+    def killed(me: int) -> set[int]:
+        if not polls:  # the kill lands as finishing begins: it must wait for the death, then reap
+            os.kill(pid, signal.SIGKILL)
+            found = {pid}
+        else:
+            found = killed_children(me) & {pid}
+        polls.append(found)
+        return found
+
+    reaper = OrphanReaper(interval=3600, scan=lambda me: zombie_children(me) & {pid}, killed=killed)
+    _finish(reaper)
+    assert polls[0] == {pid} and polls[-1] == set()
     assert reaper.reaped == 1
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)

@@ -8,8 +8,8 @@ inside the daemon's tree (``downstream/peers.py`` then gives it read-only rights
 The daemon must then reap the orphans it adopts. asyncio waits for the children it spawned itself
 (by pid, at once); :class:`OrphanReaper` reaps only a child that has been a zombie for a whole scan
 interval, which no process asyncio waits for ever is. At shutdown, once every child the daemon
-started has been stopped and waited for, :meth:`OrphanReaper.finish` reaps every zombie child at
-once: an orphan killed with its upstream's group is not left for init, which may reap it late.
+started has been stopped, :meth:`OrphanReaper.finish` reaps the adopted orphans that are zombies at
+once: one killed with its upstream's group is not left for init, which may reap it late.
 """
 
 from __future__ import annotations
@@ -25,12 +25,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.gateway.processes import KILLED_EXIT_S
-
 log = logging.getLogger(__name__)
 
 PR_SET_CHILD_SUBREAPER = 36
 SCAN_INTERVAL_S = 2.0
+ORPHAN_WAIT_S = 1.0
+"""At shutdown, how long the reaper waits for orphans killed but not dead yet (they die at once,
+unless stuck in the kernel)."""
+ORPHAN_POLL_S = 0.005
 
 
 def set_subreaper(on: bool) -> bool:
@@ -56,25 +58,43 @@ def _children(pid: int, proc: Path) -> set[int]:
     return children
 
 
+def _stat(pid: int, proc: Path) -> list[bytes]:
+    """The fields of ``/proc/<pid>/stat`` after the command name: state, ppid, pgrp, session, …"""
+    raw = (proc / str(pid) / "stat").read_bytes()
+    return raw[raw.rfind(b")") + 2 :].split()
+
+
 def zombie_children(pid: int, proc: Path = Path("/proc")) -> set[int]:
     """The children of ``pid`` that are zombies."""
     zombies = set()
     for child in _children(pid, proc):
-        with contextlib.suppress(OSError):
-            raw = (proc / str(child) / "stat").read_bytes()
-            if raw[raw.rfind(b")") + 2 : raw.rfind(b")") + 3] == b"Z":
+        with contextlib.suppress(OSError, IndexError):
+            if _stat(child, proc)[0] == b"Z":
                 zombies.add(child)
     return zombies
+
+
+def leads_session(pid: int, proc: Path = Path("/proc")) -> bool:
+    """Whether ``pid`` leads a session of its own: every child the daemon starts does
+    (``start_new_session``); an orphan it adopted, killed with its upstream's group, does not."""
+    try:
+        return int(_stat(pid, proc)[3]) == pid
+    except (OSError, IndexError, ValueError):
+        return False
 
 
 _SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
 
 
 def killed_children(pid: int, proc: Path = Path("/proc")) -> set[int]:
-    """The children of ``pid`` with a SIGKILL pending: killed, not dead yet (a zombie has none)."""
+    """The adopted children of ``pid`` killed but not dead yet: a SIGKILL pending, not a zombie
+    (whose status may still show it), not leading a session (one the daemon started)."""
     killed = set()
     for child in _children(pid, proc):
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = _stat(child, proc)
+            if fields[0] == b"Z" or int(fields[3]) == child:
+                continue
             for line in (proc / str(child) / "status").read_text().splitlines():
                 if line.startswith(("SigPnd:", "ShdPnd:")) and int(line.split()[1], 16) & _SIGKILL_BIT:
                     killed.add(child)
@@ -96,10 +116,14 @@ class OrphanReaper:
     """Reaps adopted orphans: a zombie child seen at two scans in a row."""
 
     def __init__(
-        self, interval: float = SCAN_INTERVAL_S, scan: Callable[[int], set[int]] = zombie_children
+        self,
+        interval: float = SCAN_INTERVAL_S,
+        scan: Callable[[int], set[int]] = zombie_children,
+        killed: Callable[[int], set[int]] = killed_children,
     ) -> None:
         self._interval = interval
         self._scan = scan
+        self._killed = killed
         self._task: asyncio.Task[None] | None = None
         self.reaped = 0
 
@@ -113,24 +137,28 @@ class OrphanReaper:
             self._task.cancel()
             self._task = None
 
-    def reap_zombies(self) -> None:
-        """Reap every zombie child now (only when the daemon waits for none of its own children)."""
-        for pid in self._scan(os.getpid()):
-            with contextlib.suppress(ChildProcessError):
-                if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                    self.reaped += 1
+    async def finish(self, within: float = ORPHAN_WAIT_S) -> None:
+        """Stop scanning, reap every adopted orphan that is a zombie, and stop being the subreaper.
 
-    async def finish(self, within: float = KILLED_EXIT_S) -> None:
-        """Stop scanning, reap every zombie child, and stop being the subreaper. A child killed
-        but not dead yet (a grandchild of a group killed a moment ago) is waited for, ``within``
-        seconds at most, and reaped."""
+        For the daemon's shutdown, once every upstream and harness is stopped: an orphan killed a
+        moment before with its upstream's group (SIGKILL pending) is waited for, ``within`` seconds
+        at most. A child that leads its own session is never reaped here: the daemon started it,
+        and asyncio waits for it (reaping it would take its exit status from asyncio); an orphan
+        that made a session of its own, or is still running, is left to init as before.
+        """
         self.stop()
-        deadline = time.monotonic() + within
-        self.reap_zombies()
-        while killed_children(os.getpid()) and time.monotonic() < deadline:
-            await asyncio.sleep(0.005)
-            self.reap_zombies()
-        set_subreaper(False)
+        try:
+            me = os.getpid()
+            deadline = time.monotonic() + within
+            while self._killed(me) and time.monotonic() < deadline:
+                await asyncio.sleep(ORPHAN_POLL_S)
+            for pid in self._scan(me):
+                if not leads_session(pid):
+                    with contextlib.suppress(ChildProcessError):
+                        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                            self.reaped += 1
+        finally:
+            set_subreaper(False)
 
     async def _run(self) -> None:
         seen: set[int] = set()
