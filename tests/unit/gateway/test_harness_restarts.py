@@ -57,3 +57,48 @@ def test_a_harness_that_keeps_failing_flaps_to_failed_and_a_stop_calls_off_a_pen
             await asyncio.wait_for(running, 30)
 
     asyncio.run(scenario())
+
+
+def test_a_restart_starting_its_process_when_the_daemon_stops_is_called_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(spawner, "RESTART_DELAY_S", 0.01)
+    pids = tmp_path / "pids"
+    config_path = tmp_path / "harness.toml"
+    config_path.write_text(f'[harness.crashy]\nargv = ["sh", "-c", "echo $$ >> {pids}; exit 7"]\n')
+
+    async def scenario() -> tuple[asyncio.Task[object], list[object]]:
+        daemon = Daemon(load_config(config_path), tmp_path / "state", config_path)
+        ready = asyncio.Event()
+        running = asyncio.create_task(daemon.run(ready=ready.set))
+        await asyncio.wait_for(ready.wait(), 30)
+        procs = daemon.spawner
+        assert procs is not None
+        respawn, started = procs._respawn, []
+        stopping, entered = asyncio.Event(), asyncio.Event()
+        in_flight: list[asyncio.Task[object]] = []
+        stop_all = procs.stop_all
+
+        async def stalled(cfg: object) -> None:  # past its backoff, starting the process as shutdown begins
+            in_flight.append(asyncio.current_task())
+            entered.set()
+            await stopping.wait()
+            started.append(await respawn(cfg))
+
+        async def shutdown_begins() -> None:
+            stopping.set()
+            await stop_all()
+
+        procs._respawn = stalled
+        procs.stop_all = shutdown_begins
+        try:
+            await asyncio.wait_for(entered.wait(), 10)
+        finally:
+            daemon.request_stop()
+            await asyncio.wait_for(running, 30)
+        await asyncio.gather(*in_flight, return_exceptions=True)
+        return in_flight[0], started
+
+    task, started = asyncio.run(scenario())
+    assert task.cancelled() and started == []  # no harness started after the daemon stopped
+    assert len(pids.read_text().split()) == 1  # the first run only

@@ -123,6 +123,8 @@ class HarnessSpawner:
         """Each harness's restart history (the upstreams' policy: rules.restarts)."""
         self._restarts: dict[str, asyncio.Task[None]] = {}
         """Restarts waiting out their backoff."""
+        self._respawning: dict[str, asyncio.Task[Any]] = {}
+        """Restarts past their backoff, starting the process now (a stop calls them off too)."""
 
     def state_of(self, name: str) -> str:
         """``running``, ``restarting`` (waiting out a backoff), ``failed`` (restarted too often),
@@ -204,7 +206,7 @@ class HarnessSpawner:
                 cwd=workdir,
                 start_new_session=True,
             )
-        except OSError:
+        except (OSError, asyncio.CancelledError):  # cancelled: asyncio killed the child it made
             self._policy.tell(ForgetToken(token))
             log.close()
             raise
@@ -266,14 +268,24 @@ class HarnessSpawner:
         self._restarts.pop(proc.name, None)
         cfg = self.config.harnesses.get(proc.name)
         if cfg is not None and self.processes.get(proc.name) is proc:
-            await self._respawn(cfg)
+            task = asyncio.current_task()
+            assert task is not None
+            self._respawning[proc.name] = task
+            try:
+                await self._respawn(cfg)
+            finally:
+                self._respawning.pop(proc.name, None)
 
     async def stop(self, names: list[str]) -> None:
         """Stop the named harnesses (SIGTERM to each group, SIGKILL after a grace period); a restart
-        waiting out its backoff is called off."""
+        waiting out its backoff, or starting the process, is called off."""
         for name in names:
             if self._cancel_restart(name) and (proc := self.processes.get(name)) is not None:
                 proc.stop_requested = True  # stopped while waiting out its backoff
+        starting = [task for name, task in self._respawning.items() if name in names]
+        for task in starting:
+            task.cancel()
+        await asyncio.gather(*starting, return_exceptions=True)  # a process it made is killed
         running = [p for n, p in self.processes.items() if n in names and p.running]
         for p in running:
             p.stop_requested = True
