@@ -116,6 +116,9 @@ class Daemon:
         self.bus.subscribe((ToolCallCompleted,), self._export_call)
         self.routing: Published[RoutingSnapshot] = Published(EMPTY_SNAPSHOT)
         self.upstreams: dict[str, SupervisedUpstream] = {}
+        self._retiring: set[asyncio.Future[Any]] = set()
+        """The stops of upstreams a reload took out, in futures of their own: cancelling the reload
+        (the daemon stopping) does not cut them short; the daemon's stop waits for them."""
         self.sessions: set[DownstreamSession] = set()
         self.recorder = CallRecorder(self.emit, config.mcp.call_log_args)
         self.recorder.known = KnownSecrets.of(config)
@@ -566,11 +569,16 @@ class Daemon:
         names = old.upstreams.keys() | new.upstreams.keys()
         changed = sorted(n for n in names if old.upstreams.get(n) != new.upstreams.get(n))
         stopping = [self.upstreams.pop(n) for n in changed if n in self.upstreams]
-        await asyncio.gather(
-            *(self._stop_upstream(up) for up in stopping),
-            *(self.unshared.stop_upstream(n) for n in changed),
-            return_exceptions=True,
+        stops = asyncio.ensure_future(
+            asyncio.gather(
+                *(self._stop_upstream(up) for up in stopping),
+                *(self.unshared.stop_upstream(n) for n in changed),
+                return_exceptions=True,
+            )
         )
+        self._retiring.add(stops)
+        stops.add_done_callback(self._retiring.discard)
+        await asyncio.shield(stops)
         for name in changed:
             config = new.upstreams.get(name)
             if config is not None and config.shared:
@@ -621,5 +629,6 @@ class Daemon:
         await asyncio.gather(
             *(self._stop_upstream(up) for up in list(self.upstreams.values())),
             self.unshared.stop_all(),
+            *list(self._retiring),
             return_exceptions=True,
         )
