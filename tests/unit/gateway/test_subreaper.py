@@ -11,7 +11,13 @@ import time
 
 import pytest
 
-from harness.gateway.harnesses.subreaper import OrphanReaper, killed_children, set_subreaper, zombie_children
+from harness.gateway.harnesses.subreaper import (
+    OrphanReaper,
+    child_groups,
+    killed_children,
+    set_subreaper,
+    zombie_children,
+)
 
 PR_GET_CHILD_SUBREAPER = 37
 linux_only = pytest.mark.skipif(
@@ -85,6 +91,7 @@ def test_killed_children_are_adopted_live_children_with_a_sigkill_pending(tmp_pa
         (tmp_path / str(pid) / "stat").write_text(f"{pid} (x) {state} 50 {session} {session} 0\n")
         (tmp_path / str(pid) / "status").write_text(f"Name:\tx\nSigPnd:\t{thread}\nShdPnd:\t{shared}\n")
     assert killed_children(50, tmp_path) == {51, 52}
+    assert child_groups(50, tmp_path) == {50, 56}  # each child's pgrp, as written above
 
 
 @linux_only

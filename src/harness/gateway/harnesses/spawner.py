@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import shutil
 import signal
@@ -21,6 +22,7 @@ from harness.config import Config, HarnessConfig, config_hash, parse_env_file
 from harness.events import Attribution, Event, HarnessExited, HarnessSpawned, HarnessStateChanged
 from harness.gateway.actor_bridge import ask
 from harness.gateway.harnesses.adapters import Spawn, wire
+from harness.gateway.harnesses.subreaper import child_groups
 from harness.gateway.processes import BoundedLog, minimal_env, signal_group, stop_group
 from harness.rules.restarts import SupervisorState, exited, initialized
 from harness.rules.routing import Identity
@@ -292,8 +294,12 @@ class HarnessSpawner:
         await asyncio.gather(*(stop_group(p.pid, p.protocol.exited, term_after=0.0) for p in running))
 
     async def stop_all(self) -> None:
-        """Stop every harness, then SIGKILL each group: a leader that exited earlier may have left
-        members of its group behind."""
+        """Stop every harness, then SIGKILL the groups that a leader which exited earlier left
+        members of behind: the daemon adopted those (it is their subreaper), so each such group is
+        one of its children's. No other group is signalled: an old leader's pid may since have
+        become another process's, and its group another program's."""
         await self.stop(list(self.processes))
+        left = child_groups(os.getpid())
         for p in self.processes.values():
-            signal_group(p.pid, signal.SIGKILL)
+            if p.pid in left:
+                signal_group(p.pid, signal.SIGKILL)

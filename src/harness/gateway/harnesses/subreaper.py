@@ -74,6 +74,15 @@ def zombie_children(pid: int, proc: Path = Path("/proc")) -> set[int]:
     return zombies
 
 
+def child_groups(pid: int, proc: Path = Path("/proc")) -> set[int]:
+    """The process groups of ``pid``'s children (an orphan the daemon adopted keeps its group)."""
+    groups = set()
+    for child in _children(pid, proc):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            groups.add(int(_stat(child, proc)[2]))
+    return groups
+
+
 def leads_session(pid: int, proc: Path = Path("/proc")) -> bool:
     """Whether ``pid`` leads a session of its own: every child the daemon starts does
     (``start_new_session``); an orphan it adopted, killed with its upstream's group, does not."""

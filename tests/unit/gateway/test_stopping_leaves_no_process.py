@@ -1,5 +1,5 @@
-"""A reload stopping an upstream when the daemon is told to stop: the upstream is still stopped
-(in-process daemon, a real upstream that ignores SIGTERM and stdin EOF, a real SIGHUP)."""
+"""The daemon's stop leaves no process behind (in-process daemon, real children, a real SIGHUP): not
+an upstream a reload was stopping, not what a harness that exited earlier left in its group."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 
 import psutil
@@ -50,3 +51,34 @@ def test_an_upstream_a_reload_is_stopping_is_stopped_when_the_daemon_stops_meanw
     finally:
         with contextlib.suppress(psutil.Error, IndexError):
             psutil.Process(old[0]).kill()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="adopting orphans is Linux's")
+def test_what_a_harness_that_exited_earlier_left_in_its_group_is_killed_at_stop(tmp_path: Path):
+    pid_file, config_path = tmp_path / "left.pid", tmp_path / "harness.toml"
+    script = f"sleep 600 & echo $! > {pid_file}; exit 0"  # the leader exits 0 (no restart); sleep stays
+    config_path.write_text(f"[harness.leaver]\nargv = {toml_list(['sh', '-c', script])}\n")
+    left: list[int] = []
+
+    async def scenario() -> None:
+        daemon = Daemon(load_config(config_path), tmp_path / "state", config_path)
+        ready = asyncio.Event()
+        running = asyncio.create_task(daemon.run(ready=ready.set))
+        try:
+            await asyncio.wait_for(ready.wait(), 30)
+            procs = daemon.spawner
+            assert procs is not None
+            await await_until(lambda: procs.state_of("leaver") == "exited", timeout=10)
+            await await_until(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=10)
+            left.append(int(pid_file.read_text()))
+            assert psutil.pid_exists(left[0])
+        finally:
+            daemon.request_stop()
+            await asyncio.wait_for(running, 30)
+
+    try:
+        asyncio.run(scenario())
+        assert not psutil.pid_exists(left[0])  # killed with its group, and reaped
+    finally:
+        with contextlib.suppress(psutil.Error, IndexError):
+            psutil.Process(left[0]).kill()
