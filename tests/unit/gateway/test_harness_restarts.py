@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from in_process import running_daemon
 
 from harness.config import load_config
 from harness.events import Event, HarnessStateChanged
@@ -68,34 +69,29 @@ def test_a_restart_starting_its_process_when_the_daemon_stops_is_called_off(
     config_path.write_text(f'[harness.crashy]\nargv = ["sh", "-c", "echo $$ >> {pids}; exit 7"]\n')
 
     async def scenario() -> tuple[asyncio.Task[object], list[object]]:
-        daemon = Daemon(load_config(config_path), tmp_path / "state", config_path)
-        ready = asyncio.Event()
-        running = asyncio.create_task(daemon.run(ready=ready.set))
-        await asyncio.wait_for(ready.wait(), 30)
-        procs = daemon.spawner
-        assert procs is not None
-        respawn, started = procs._respawn, []
-        stopping, entered = asyncio.Event(), asyncio.Event()
         in_flight: list[asyncio.Task[object]] = []
-        stop_all = procs.stop_all
+        started: list[object] = []
+        async with running_daemon(config_path, tmp_path / "state") as daemon:
+            procs = daemon.spawner
+            assert procs is not None
+            respawn, stop_all = procs._respawn, procs.stop_all
+            stopping, entered = asyncio.Event(), asyncio.Event()
 
-        async def stalled(cfg: object) -> None:  # past its backoff, starting the process as shutdown begins
-            in_flight.append(asyncio.current_task())
-            entered.set()
-            await stopping.wait()
-            started.append(await respawn(cfg))
+            async def stalled(
+                cfg: object,
+            ) -> None:  # past its backoff, starting the process as the stop begins
+                in_flight.append(asyncio.current_task())
+                entered.set()
+                await stopping.wait()
+                started.append(await respawn(cfg))
 
-        async def shutdown_begins() -> None:
-            stopping.set()
-            await stop_all()
+            async def shutdown_begins() -> None:
+                stopping.set()
+                await stop_all()
 
-        procs._respawn = stalled
-        procs.stop_all = shutdown_begins
-        try:
+            procs._respawn = stalled
+            procs.stop_all = shutdown_begins
             await asyncio.wait_for(entered.wait(), 10)
-        finally:
-            daemon.request_stop()
-            await asyncio.wait_for(running, 30)
         await asyncio.gather(*in_flight, return_exceptions=True)
         return in_flight[0], started
 

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+from in_process import running_daemon
 
-from harness.config import load_config
-from harness.gateway.daemon import Daemon
 from support import FAULTY_UPSTREAM, PY, await_until, toml_list
 
 
@@ -31,19 +30,13 @@ def test_an_upstream_a_reload_is_stopping_is_stopped_when_the_daemon_stops_meanw
     old: list[int] = []
 
     async def scenario() -> None:
-        daemon = Daemon(load_config(config_path), tmp_path / "state", config_path)
-        ready = asyncio.Event()
-        running = asyncio.create_task(daemon.run(ready=ready.set))
-        try:
-            await asyncio.wait_for(ready.wait(), 30)
+        async with running_daemon(config_path, tmp_path / "state") as daemon:
             await await_until(old_pids.exists, timeout=10)
             old.append(json.loads(old_pids.read_text())["pid"])
             config_path.write_text(_config(tmp_path / "new.json", "--numbered-tools", "1"))
             os.kill(os.getpid(), signal.SIGHUP)  # a reload: the changed upstream is stopped, then started
             await await_until(lambda: "stubborn" not in daemon.upstreams, timeout=10)
-        finally:
-            daemon.request_stop()  # while the old one is still being stopped (it takes 5 s)
-            await asyncio.wait_for(running, 30)
+        # the block's end stops the daemon while the old upstream is still being stopped (5 s)
 
     try:
         asyncio.run(scenario())
@@ -61,20 +54,13 @@ def test_what_a_harness_that_exited_earlier_left_in_its_group_is_killed_at_stop(
     left: list[int] = []
 
     async def scenario() -> None:
-        daemon = Daemon(load_config(config_path), tmp_path / "state", config_path)
-        ready = asyncio.Event()
-        running = asyncio.create_task(daemon.run(ready=ready.set))
-        try:
-            await asyncio.wait_for(ready.wait(), 30)
+        async with running_daemon(config_path, tmp_path / "state") as daemon:
             procs = daemon.spawner
             assert procs is not None
             await await_until(lambda: procs.state_of("leaver") == "exited", timeout=10)
             await await_until(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=10)
             left.append(int(pid_file.read_text()))
             assert psutil.pid_exists(left[0])
-        finally:
-            daemon.request_stop()
-            await asyncio.wait_for(running, 30)
 
     try:
         asyncio.run(scenario())
