@@ -71,7 +71,7 @@ from harness.gateway.state_dir import DaemonLock, StatePaths
 from harness.gateway.store_reader import StoreReader
 from harness.gateway.upstream.admission import BreakerGate
 from harness.gateway.upstream.link import INIT_TIMEOUT_S, UpstreamLink
-from harness.gateway.upstream.supervised import SupervisedUpstream
+from harness.gateway.upstream.supervised import StopsUnderWay, SupervisedUpstream
 from harness.gateway.upstream.transports import connector
 from harness.gateway.upstream.unshared import UnsharedUpstreams
 from harness.gateway.wire import jsonrpc
@@ -116,9 +116,8 @@ class Daemon:
         self.bus.subscribe((ToolCallCompleted,), self._export_call)
         self.routing: Published[RoutingSnapshot] = Published(EMPTY_SNAPSHOT)
         self.upstreams: dict[str, SupervisedUpstream] = {}
-        self._retiring: set[asyncio.Future[Any]] = set()
-        """The stops of upstreams a reload took out, in futures of their own: cancelling the reload
-        (the daemon stopping) does not cut them short; the daemon's stop waits for them."""
+        self._retiring = StopsUnderWay()
+        """The stops of the upstreams a reload took out."""
         self.sessions: set[DownstreamSession] = set()
         self.recorder = CallRecorder(self.emit, config.mcp.call_log_args)
         self.recorder.known = KnownSecrets.of(config)
@@ -569,16 +568,12 @@ class Daemon:
         names = old.upstreams.keys() | new.upstreams.keys()
         changed = sorted(n for n in names if old.upstreams.get(n) != new.upstreams.get(n))
         stopping = [self.upstreams.pop(n) for n in changed if n in self.upstreams]
-        stops = asyncio.ensure_future(
-            asyncio.gather(
+        await asyncio.shield(
+            self._retiring.begin(
                 *(self._stop_upstream(up) for up in stopping),
                 *(self.unshared.stop_upstream(n) for n in changed),
-                return_exceptions=True,
             )
         )
-        self._retiring.add(stops)
-        stops.add_done_callback(self._retiring.discard)
-        await asyncio.shield(stops)
         for name in changed:
             config = new.upstreams.get(name)
             if config is not None and config.shared:
@@ -629,6 +624,6 @@ class Daemon:
         await asyncio.gather(
             *(self._stop_upstream(up) for up in list(self.upstreams.values())),
             self.unshared.stop_all(),
-            *list(self._retiring),
+            self._retiring.wait(),
             return_exceptions=True,
         )

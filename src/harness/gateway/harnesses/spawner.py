@@ -124,9 +124,7 @@ class HarnessSpawner:
         self._supervision: dict[str, SupervisorState] = {}
         """Each harness's restart history (the upstreams' policy: rules.restarts)."""
         self._restarts: dict[str, asyncio.Task[None]] = {}
-        """Restarts waiting out their backoff."""
-        self._respawning: dict[str, asyncio.Task[Any]] = {}
-        """Restarts past their backoff, starting the process now (a stop calls them off too)."""
+        """Restarts waiting out their backoff, or past it and starting the process."""
 
     def state_of(self, name: str) -> str:
         """``running``, ``restarting`` (waiting out a backoff), ``failed`` (restarted too often),
@@ -140,11 +138,15 @@ class HarnessSpawner:
             return "failed"
         return "stopped" if proc is None else proc.state
 
-    def _cancel_restart(self, name: str) -> bool:
-        task = self._restarts.pop(name, None)
-        if task is not None:
-            task.cancel()
-        return task is not None
+    def _cancel_restart(self, name: str) -> asyncio.Task[None] | None:
+        """Call off the restart of ``name``, if one is under way (not from inside it: the restart's
+        own ``spawn`` runs in it); the cancelled task, for the caller to await."""
+        task = self._restarts.get(name)
+        if task is None or task is asyncio.current_task():
+            return None
+        del self._restarts[name]
+        task.cancel()
+        return task
 
     def running_pids(self) -> dict[int, str]:
         """Each running harness's pid (also its session id: it leads a session of its own)."""
@@ -266,28 +268,25 @@ class HarnessSpawner:
             )
 
     async def _restart_later(self, proc: HarnessProcess, delay: float) -> None:
-        await asyncio.sleep(delay)
-        self._restarts.pop(proc.name, None)
-        cfg = self.config.harnesses.get(proc.name)
-        if cfg is not None and self.processes.get(proc.name) is proc:
-            task = asyncio.current_task()
-            assert task is not None
-            self._respawning[proc.name] = task
-            try:
+        try:
+            await asyncio.sleep(delay)
+            cfg = self.config.harnesses.get(proc.name)
+            if cfg is not None and self.processes.get(proc.name) is proc:
                 await self._respawn(cfg)
-            finally:
-                self._respawning.pop(proc.name, None)
+        finally:
+            if self._restarts.get(proc.name) is asyncio.current_task():
+                del self._restarts[proc.name]
 
     async def stop(self, names: list[str]) -> None:
         """Stop the named harnesses (SIGTERM to each group, SIGKILL after a grace period); a restart
         waiting out its backoff, or starting the process, is called off."""
+        restarts = []
         for name in names:
-            if self._cancel_restart(name) and (proc := self.processes.get(name)) is not None:
-                proc.stop_requested = True  # stopped while waiting out its backoff
-        starting = [task for name, task in self._respawning.items() if name in names]
-        for task in starting:
-            task.cancel()
-        await asyncio.gather(*starting, return_exceptions=True)  # a process it made is killed
+            if (task := self._cancel_restart(name)) is not None:
+                restarts.append(task)
+                if (proc := self.processes.get(name)) is not None:
+                    proc.stop_requested = True  # stopped while waiting out its backoff
+        await asyncio.gather(*restarts, return_exceptions=True)  # a process one was starting is killed
         running = [p for n, p in self.processes.items() if n in names and p.running]
         for p in running:
             p.stop_requested = True

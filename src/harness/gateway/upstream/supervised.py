@@ -12,7 +12,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import pykka
@@ -231,3 +231,23 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc) or type(exc).__name__
+
+
+class StopsUnderWay:
+    """Stops begun in futures of their own: cancelling whoever waits for one (a reload or a
+    harness-exit task the stopping daemon cancels) does not cut it short, which would leave a
+    process and its actors running; the daemon's stop waits for every one (:meth:`wait`)."""
+
+    def __init__(self) -> None:
+        self._futures: set[asyncio.Future[Any]] = set()
+
+    def begin(self, *stops: Awaitable[Any]) -> asyncio.Future[Any]:
+        """Run ``stops`` together, to the end whoever waits; await the result through ``asyncio.shield``."""
+        future: asyncio.Future[Any] = asyncio.ensure_future(asyncio.gather(*stops, return_exceptions=True))
+        self._futures.add(future)
+        future.add_done_callback(self._futures.discard)
+        return future
+
+    async def wait(self) -> None:
+        """Until every stop begun so far has ended."""
+        await asyncio.gather(*list(self._futures), return_exceptions=True)

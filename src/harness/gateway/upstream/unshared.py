@@ -20,7 +20,7 @@ from typing import Any
 
 from harness.config import UpstreamConfig
 from harness.gateway.upstream.link import UpstreamLink
-from harness.gateway.upstream.supervised import SupervisedUpstream
+from harness.gateway.upstream.supervised import StopsUnderWay, SupervisedUpstream
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,7 @@ class UnsharedUpstreams:
         self._workdir = workdir
         self.instances: dict[tuple[str, str], SupervisedUpstream] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._stopping: set[asyncio.Future[Any]] = set()
-        """Stops under way: a caller's cancellation (the daemon stopping) does not interrupt them."""
+        self._stopping = StopsUnderWay()
 
     def link(self, config: UpstreamConfig, harness: str | None) -> UpstreamLink | None:
         """The harness's own instance's wire, started now if it has none (None: no harness)."""
@@ -83,7 +82,7 @@ class UnsharedUpstreams:
     async def stop_all(self) -> None:
         """Stop every instance (daemon shutdown), and wait for the stops already under way."""
         await self._stop_where(lambda _key: True)
-        await asyncio.gather(*list(self._stopping), return_exceptions=True)
+        await self._stopping.wait()
         for task in list(self._tasks):
             task.cancel()
 
@@ -95,12 +94,7 @@ class UnsharedUpstreams:
         """Stop instances in a future of their own: cancelling whoever waits for it (a harness-exit
         task the stopping daemon cancels) would otherwise leave a process and its actors running,
         and the daemon's exit waiting on them; :meth:`stop_all` waits for it instead."""
-        stopping = asyncio.ensure_future(
-            asyncio.gather(*(self._stop(instance) for instance in going), return_exceptions=True)
-        )
-        self._stopping.add(stopping)
-        stopping.add_done_callback(self._stopping.discard)
-        return stopping
+        return self._stopping.begin(*(self._stop(instance) for instance in going))
 
     def of(self, upstream: str) -> dict[str, SupervisedUpstream]:
         """The running instances of one upstream (by key), by harness."""
