@@ -90,3 +90,22 @@ def test_the_marker_pre_check_never_skips_text_a_pattern_would_redact():
         assert secret_key(key), key
         assert may_hold_secret(key), key
     assert not may_hold_secret('{"text":"hello world","n":3}')
+
+
+def test_an_encoded_secret_is_found_however_its_decoding_is_made_and_random_bytes_are_kept():
+    import base64
+
+    from harness.gateway.evidence.redaction import encoded_secrets, may_hold_secret
+
+    secret = "ghp_" + "a1B2" * 9
+    with_replacement_char = base64.b64encode(f"\ufffd {secret}".encode()).decode()  # a U+FFFD of its own
+    broken = base64.b64encode(b"\xff" + secret.encode()).decode()  # not UTF-8: not an encoded string
+    path = "src/harness/gateway/upstream/transports/stdio"
+    assert encoded_secrets(f'{{"v":"{with_replacement_char}"}}')[0] == {with_replacement_char}
+    assert encoded_secrets(f'{{"v":"{broken}","p":"{path}"}}')[0] == frozenset()
+    assert secret not in redacted_args({"v": base64.b64encode(secret.encode()).decode()})
+    # the marker pre-check finds every marker, wherever it is, and nothing else
+    for text in ("x-api-KEY: 1", "aaaaaaaaaaaaaaaaauth", "sk-" + "a" * 5, "-----BEGIN", "ghu_", "a://b"):
+        assert may_hold_secret(text), text
+    for text in ("hello world", "a" * 64, "gh_p", "s-k", "xo", "src/harness/gateway"):
+        assert not may_hold_secret(text), text
