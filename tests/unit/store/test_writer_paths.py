@@ -172,3 +172,25 @@ def test_what_orjson_refuses_goes_to_pydantic_which_decides():
     odd = event.model_copy(update={"tool": "bad\ud800name"})
     with pytest.raises(ValueError, match="surrogates not allowed"):  # refused as before orjson
         encode(odd)
+
+
+@given(
+    st.one_of(
+        st.floats(min_value=0, max_value=4.1e9, allow_nan=False),
+        # the edges of a millisecond, where rounding decides
+        st.builds(
+            lambda s, ms, d: s + ms / 1000 + d,
+            st.integers(0, 4_000_000_000),
+            st.integers(0, 999),
+            st.sampled_from([0.0005, 0.00049999, -1e-7, 0.0004999999999]),
+        ),
+    )
+)
+def test_call_log_ts_is_the_same_text_from_sql_python_and_strftime(ts):
+    from harness.projections.call_log import TS_SQL, iso_ms
+
+    conn = apsw.Connection(":memory:")
+    made, documented = conn.execute(
+        f"SELECT {TS_SQL.format('?1')}, strftime('%Y-%m-%dT%H:%M:%fZ', ?1, 'unixepoch')", (ts,)
+    ).fetchone()
+    assert made == documented == iso_ms(ts)
