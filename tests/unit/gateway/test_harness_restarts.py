@@ -98,3 +98,32 @@ def test_a_restart_starting_its_process_when_the_daemon_stops_is_called_off(
     task, started = asyncio.run(scenario())
     assert task.cancelled() and started == []  # no harness started after the daemon stopped
     assert len(pids.read_text().split()) == 1  # the first run only
+
+
+def test_a_start_that_fails_after_its_token_was_registered_leaves_no_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    env_file = tmp_path / "agent.env"
+    env_file.write_text("A=1\n")
+    config_path = tmp_path / "harness.toml"
+    config_path.write_text(
+        f'[harness.agent]\nargv = ["sleep", "60"]\nautostart = false\nenv_file = "{env_file}"\n'
+    )
+
+    def broken_wiring(spawn: object) -> object:
+        raise RuntimeError("the adapter could not write its client config")
+
+    async def scenario() -> None:
+        async with running_daemon(config_path, tmp_path / "state") as daemon:
+            monkeypatch.setattr(spawner, "wire", broken_wiring)
+            with pytest.raises(RuntimeError, match="client config"):
+                await daemon.control.answer("start", {"name": "agent"}, OPERATOR)
+            await await_until(lambda: not daemon.routing.current.identities, timeout=10)
+            monkeypatch.undo()
+            env_file.unlink()  # unreadable at start: refused before any token exists
+            with pytest.raises(Exception, match="cannot read"):
+                await daemon.control.answer("start", {"name": "agent"}, OPERATOR)
+            await daemon.control.answer("status", {}, OPERATOR)  # the daemon still answers
+            assert not daemon.routing.current.identities
+
+    asyncio.run(scenario())

@@ -186,7 +186,6 @@ class HarnessSpawner:
             exposure=exposure,
             project=self.config.project_of(cfg.name),
         )
-        await ask(self._policy, RegisterToken(token, identity))
         own = parse_env_file(cfg.env_file) if cfg.env_file else {}
         env = minimal_env(own, path_first=self._bin_dir)
         env.update(
@@ -198,7 +197,8 @@ class HarnessSpawner:
         workdir = cfg.workdir or (self.config.files[0].parent if self.config.files else Path.cwd())
         log = BoundedLog(self.log_path(cfg.name))
         loop = asyncio.get_running_loop()
-        try:
+        try:  # from registering the token to the running process: a failure or a cancel forgets it
+            await ask(self._policy, RegisterToken(token, identity))
             wiring = wire(Spawn(cfg, self._bridge, self._clients_dir / cfg.name, env, workdir))
             transport, protocol = await loop.subprocess_exec(
                 lambda: _LoggedChild(log),
@@ -210,7 +210,7 @@ class HarnessSpawner:
                 cwd=workdir,
                 start_new_session=True,
             )
-        except (OSError, asyncio.CancelledError):  # cancelled: asyncio killed the child it made
+        except BaseException:  # cancelled included: asyncio killed the child it was making
             self._policy.tell(ForgetToken(token))
             log.close()
             raise
