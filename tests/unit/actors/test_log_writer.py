@@ -134,3 +134,32 @@ def test_under_a_load_that_overflows_the_intake_rows_plus_dropped_equal_the_call
     assert intake.dropped > 0, "the load did not overflow the intake"
     assert rows + intake.dropped == calls
     assert stats.events_written == rows and stats.dropped == intake.dropped == len(dropped_metric)
+
+
+def test_the_writers_wait_for_a_group_ends_at_an_ask_or_a_full_group_not_at_the_window(tmp_path, monkeypatch):
+    from harness.actors import log_writer
+    from support import wait_until
+
+    monkeypatch.setattr(log_writer, "GROUP_WINDOW_S", 60.0)
+    intake = EventIntake()
+    ref = LogWriterActor.start(tmp_path / "h.db", intake)
+    intake.attach(ref)
+    try:
+        intake.emit(closed(0))  # wakes the writer, which waits for a group
+        assert ref.proxy().wait_flushed().get(timeout=10) == 1  # the ask ends the wait
+        reader = apsw.Connection(str(tmp_path / "h.db"), flags=apsw.SQLITE_OPEN_READONLY)
+
+        def committed() -> int:
+            return reader.execute("SELECT count(*) FROM events").get
+
+        intake.emit(closed(1))  # the writer waits again; a full group ends that wait without an ask
+        wait_until(ref.actor_inbox.empty)  # it has taken the wake-up
+        for i in range(2, 1 + log_writer.GROUP_EVENTS):
+            intake.emit(closed(i))
+        wait_until(lambda: committed() >= log_writer.GROUP_EVENTS, timeout=10)
+        started = time.monotonic()
+        ref.stop(timeout=10)  # a stop ends it too
+        assert time.monotonic() - started < 10
+    finally:
+        if ref.is_alive():
+            ref.stop()
