@@ -214,7 +214,10 @@ class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
     def handle(self, message: Any) -> Any:
         """A flush wake-up or a ``Compact`` command (a failing one is logged; the writer goes on)."""
         if isinstance(message, _Flush):
-            if len(self._intake) < GROUP_EVENTS:
+            queued = len(self._intake)
+            if not queued:  # told while a drain already took its events
+                return None
+            if queued < GROUP_EVENTS:
                 self._wait_for_group()  # the wake flag stays set: the intake tells again only when full
             self._drain()
             return None

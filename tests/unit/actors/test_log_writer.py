@@ -163,3 +163,25 @@ def test_the_writers_wait_for_a_group_ends_at_an_ask_or_a_full_group_not_at_the_
     finally:
         if ref.is_alive():
             ref.stop()
+
+
+def test_a_wake_up_whose_events_a_drain_already_took_costs_no_commit(tmp_path, monkeypatch):
+    from harness.actors import log_writer
+    from support import wait_until
+
+    monkeypatch.setattr(log_writer, "GROUP_WINDOW_S", 60.0)
+    intake = EventIntake()
+    ref = LogWriterActor.start(tmp_path / "h.db", intake)
+    intake.attach(ref)
+    try:
+        before = ref.proxy().wait_flushed().get(timeout=10)
+        batches = ref.proxy().statistics().get(timeout=10).batches
+        ref.tell(log_writer._FLUSH)  # stale: as when an event was told while a drain took it
+        wait_until(ref.actor_inbox.empty)
+        for i in range(5):  # a trickle: the first wakes the writer, which then waits for a group
+            intake.emit(closed(i))
+            wait_until(ref.actor_inbox.empty)
+        assert ref.proxy().wait_flushed().get(timeout=10) == before + 5
+        assert ref.proxy().statistics().get(timeout=10).batches == batches + 1  # one commit, not five
+    finally:
+        ref.stop()
