@@ -23,6 +23,7 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "event_rate.py": ([], ["-n", "50000", "--repeats", "1"]),
     "gateway_overhead.py": ([], ["--rounds", "1", "-n", "200", "-c", "2", "-m", "50"]),
     "store_throughput.py": ([], ["-n", "50000", "--replay-calls", "100000"]),
+    "writer_trickle.py": ([], ["-n", "300", "--rounds", "1"]),
     "tool_search.py": ([], []),
     "context_economy.py": ([], ["--quick"]),
     "chaos.py": ([], ["--duration", "10", "--kills", "5"]),
