@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import apsw
+import pykka
+import pytest
 from tests_support import call_event
 
+from harness.actors import log_writer
 from harness.actors.log_writer import EventIntake, LogWriterActor
 from harness.events import DaemonStopped, SessionClosed
 from harness.projections import all_projections
 from harness.store import append, envelopes_for, open_for_writing
+from support import wait_until
 
 
 def closed(i: int) -> SessionClosed:
@@ -136,52 +141,43 @@ def test_under_a_load_that_overflows_the_intake_rows_plus_dropped_equal_the_call
     assert stats.events_written == rows and stats.dropped == intake.dropped == len(dropped_metric)
 
 
-def test_the_writers_wait_for_a_group_ends_at_an_ask_or_a_full_group_not_at_the_window(tmp_path, monkeypatch):
-    from harness.actors import log_writer
-    from support import wait_until
-
+@pytest.fixture
+def patient_writer(tmp_path, monkeypatch) -> Iterator[tuple[EventIntake, pykka.ActorRef[LogWriterActor]]]:
+    """A writer whose wait for a group would last a minute: anything faster was ended by a message."""
     monkeypatch.setattr(log_writer, "GROUP_WINDOW_S", 60.0)
     intake = EventIntake()
     ref = LogWriterActor.start(tmp_path / "h.db", intake)
     intake.attach(ref)
-    try:
-        intake.emit(closed(0))  # wakes the writer, which waits for a group
-        assert ref.proxy().wait_flushed().get(timeout=10) == 1  # the ask ends the wait
-        reader = apsw.Connection(str(tmp_path / "h.db"), flags=apsw.SQLITE_OPEN_READONLY)
-
-        def committed() -> int:
-            return reader.execute("SELECT count(*) FROM events").get
-
-        intake.emit(closed(1))  # the writer waits again; a full group ends that wait without an ask
-        wait_until(ref.actor_inbox.empty)  # it has taken the wake-up
-        for i in range(2, 1 + log_writer.GROUP_EVENTS):
-            intake.emit(closed(i))
-        wait_until(lambda: committed() >= log_writer.GROUP_EVENTS, timeout=10)
-        started = time.monotonic()
-        ref.stop(timeout=10)  # a stop ends it too
-        assert time.monotonic() - started < 10
-    finally:
-        if ref.is_alive():
-            ref.stop()
-
-
-def test_a_wake_up_whose_events_a_drain_already_took_costs_no_commit(tmp_path, monkeypatch):
-    from harness.actors import log_writer
-    from support import wait_until
-
-    monkeypatch.setattr(log_writer, "GROUP_WINDOW_S", 60.0)
-    intake = EventIntake()
-    ref = LogWriterActor.start(tmp_path / "h.db", intake)
-    intake.attach(ref)
-    try:
-        before = ref.proxy().wait_flushed().get(timeout=10)
-        batches = ref.proxy().statistics().get(timeout=10).batches
-        ref.tell(log_writer._FLUSH)  # stale: as when an event was told while a drain took it
-        wait_until(ref.actor_inbox.empty)
-        for i in range(5):  # a trickle: the first wakes the writer, which then waits for a group
-            intake.emit(closed(i))
-            wait_until(ref.actor_inbox.empty)
-        assert ref.proxy().wait_flushed().get(timeout=10) == before + 5
-        assert ref.proxy().statistics().get(timeout=10).batches == batches + 1  # one commit, not five
-    finally:
+    yield intake, ref
+    if ref.is_alive():
         ref.stop()
+
+
+def test_the_writers_wait_for_a_group_ends_at_an_ask_or_a_full_group_not_at_the_window(
+    tmp_path, patient_writer
+):
+    intake, ref = patient_writer
+    intake.emit(closed(0))  # wakes the writer, which waits for a group
+    assert ref.proxy().wait_flushed().get(timeout=10) == 1  # the ask ends the wait
+    reader = apsw.Connection(str(tmp_path / "h.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    intake.emit(closed(1))  # the writer waits again; a full group ends that wait without an ask
+    wait_until(ref.actor_inbox.empty)  # it has taken the wake-up
+    for i in range(2, 1 + log_writer.GROUP_EVENTS):
+        intake.emit(closed(i))
+    wait_until(lambda: reader.execute("SELECT count(*) FROM events").get >= log_writer.GROUP_EVENTS)
+    intake.emit(closed(999))  # and waits once more: a stop ends that wait too
+    wait_until(ref.actor_inbox.empty)
+    ref.stop(timeout=10)  # (behind the window, this would time out)
+
+
+def test_a_wake_up_whose_events_a_drain_already_took_costs_no_commit(patient_writer):
+    intake, ref = patient_writer
+    before = ref.proxy().wait_flushed().get(timeout=10)
+    batches = ref.proxy().statistics().get(timeout=10).batches
+    ref.tell(log_writer._FLUSH)  # stale: as when an event was told while a drain took it
+    wait_until(ref.actor_inbox.empty)
+    for i in range(5):  # a trickle: the first wakes the writer, which then waits for a group
+        intake.emit(closed(i))
+        wait_until(ref.actor_inbox.empty)
+    assert ref.proxy().wait_flushed().get(timeout=10) == before + 5
+    assert ref.proxy().statistics().get(timeout=10).batches == batches + 1  # one commit, not five
