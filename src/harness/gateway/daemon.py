@@ -568,11 +568,9 @@ class Daemon:
         names = old.upstreams.keys() | new.upstreams.keys()
         changed = sorted(n for n in names if old.upstreams.get(n) != new.upstreams.get(n))
         stopping = [self.upstreams.pop(n) for n in changed if n in self.upstreams]
-        await asyncio.shield(
-            self._retiring.begin(
-                *(self._stop_upstream(up) for up in stopping),
-                *(self.unshared.stop_upstream(n) for n in changed),
-            )
+        await self._retiring.run(
+            *(self._stop_upstream(up) for up in stopping),
+            *(self.unshared.stop_upstream(n) for n in changed),
         )
         for name in changed:
             config = new.upstreams.get(name)

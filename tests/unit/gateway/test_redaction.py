@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 from harness.gateway.evidence.recording import args_hash
-from harness.gateway.evidence.redaction import ARGS_CAP_BYTES, redacted_args
+from harness.gateway.evidence.redaction import ARGS_CAP_BYTES, encoded_secrets, may_hold_secret, redacted_args
 
 SECRETS = [
     "ghp_" + "a1B2" * 9,
@@ -93,10 +94,6 @@ def test_the_marker_pre_check_never_skips_text_a_pattern_would_redact():
 
 
 def test_an_encoded_secret_is_found_however_its_decoding_is_made_and_random_bytes_are_kept():
-    import base64
-
-    from harness.gateway.evidence.redaction import encoded_secrets, may_hold_secret
-
     secret = "ghp_" + "a1B2" * 9
     with_replacement_char = base64.b64encode(f"\ufffd {secret}".encode()).decode()  # a U+FFFD of its own
     broken = base64.b64encode(b"\xff" + secret.encode()).decode()  # not UTF-8: not an encoded string

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from harness.events import ToolCallCompleted, encode
 from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.evidence.redaction import canonical_json
+from harness.projections.call_log import TS_SQL, iso_ms
 from harness.store import (
     append,
     append_values,
@@ -187,8 +188,6 @@ def test_what_orjson_refuses_goes_to_pydantic_which_decides():
     )
 )
 def test_call_log_ts_is_the_same_text_from_sql_python_and_strftime(ts):
-    from harness.projections.call_log import TS_SQL, iso_ms
-
     conn = apsw.Connection(":memory:")
     made, documented = conn.execute(
         f"SELECT {TS_SQL.format('?1')}, strftime('%Y-%m-%dT%H:%M:%fZ', ?1, 'unixepoch')", (ts,)

@@ -154,16 +154,18 @@ def _strict_utf8(raw: bytes) -> bool:
 def _decodings(run: str) -> list[str]:
     """What an encoded-looking run may stand for, of hex, base64 and base64url: those that are text."""
     texts = []
-    if len(run) % 2 == 0 and _HEX_RUN(run):
-        texts.append(_as_text(bytes.fromhex(run)))
+    if len(run) % 2 == 0 and _HEX_RUN(run) and (text := _as_text(bytes.fromhex(run))):
+        texts.append(text)
     # base64url where the run holds its two own characters, else base64 (without them both read it
     # alike: one decoding, not the same one twice)
     altchars = b"-_" if "-" in run or "_" in run else None
     if altchars is not None or _BASE64_RUN(run):
         try:
-            texts.append(_as_text(base64.b64decode(run + "=" * (-len(run) % 4), altchars, validate=True)))
+            decoded = base64.b64decode(run + "=" * (-len(run) % 4), altchars, validate=True)
         except (binascii.Error, ValueError):
-            pass
+            return texts
+        if text := _as_text(decoded):
+            texts.append(text)
     return texts
 
 
@@ -180,10 +182,7 @@ def encoded_secrets(text: str) -> tuple[frozenset[str], bool]:
     runs = _NO_RUNS
     if len(text) >= len(_RUN):  # else too short to hold a run (the common small argument object)
         found = [
-            run
-            for run in _runs(text)
-            for decoded in _decodings(run.rstrip("="))
-            if decoded and _holds_secret(decoded)
+            run for run in _runs(text) for decoded in _decodings(run.rstrip("=")) if _holds_secret(decoded)
         ]
         if found:
             runs = frozenset(found)

@@ -242,11 +242,15 @@ class StopsUnderWay:
         self._futures: set[asyncio.Future[Any]] = set()
 
     def begin(self, *stops: Awaitable[Any]) -> asyncio.Future[Any]:
-        """Run ``stops`` together, to the end whoever waits; await the result through ``asyncio.shield``."""
+        """Start ``stops`` together, to run to the end whoever waits (a caller that cannot wait)."""
         future: asyncio.Future[Any] = asyncio.ensure_future(asyncio.gather(*stops, return_exceptions=True))
         self._futures.add(future)
         future.add_done_callback(self._futures.discard)
         return future
+
+    async def run(self, *stops: Awaitable[Any]) -> None:
+        """Run ``stops`` together and wait for them; cancelling this wait leaves them running."""
+        await asyncio.shield(self.begin(*stops))
 
     async def wait(self) -> None:
         """Until every stop begun so far has ended."""

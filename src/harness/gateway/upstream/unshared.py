@@ -55,7 +55,7 @@ class UnsharedUpstreams:
         key = (config.key, harness)
         instance = self.instances.get(key)
         if instance is not None and instance.config != config:  # a reload changed the table
-            self._begin_stop([instance])
+            self._stopping.begin(self._stop(instance))
             instance = None
         if instance is None:
             instance = self.instances[key] = self._make(config, self._workdir(harness), label(*key))
@@ -69,7 +69,7 @@ class UnsharedUpstreams:
         try:
             await instance.start()
         finally:
-            await asyncio.shield(self._begin_stop([instance]))
+            await self._stopping.run(self._stop(instance))
 
     async def stop_harness(self, harness: str) -> None:
         """Stop every instance of a harness (it exited, or is being stopped)."""
@@ -87,14 +87,11 @@ class UnsharedUpstreams:
             task.cancel()
 
     async def _stop_where(self, chosen: Callable[[tuple[str, str]], bool]) -> None:
+        """Stop the chosen instances in a future of their own (``StopsUnderWay``): cancelling this
+        wait (a harness-exit task the stopping daemon cancels) would otherwise leave a process and
+        its actors running; :meth:`stop_all` waits for it instead."""
         going = [self.instances.pop(key) for key in list(self.instances) if chosen(key)]
-        await asyncio.shield(self._begin_stop(going))
-
-    def _begin_stop(self, going: list[SupervisedUpstream]) -> asyncio.Future[Any]:
-        """Stop instances in a future of their own: cancelling whoever waits for it (a harness-exit
-        task the stopping daemon cancels) would otherwise leave a process and its actors running,
-        and the daemon's exit waiting on them; :meth:`stop_all` waits for it instead."""
-        return self._stopping.begin(*(self._stop(instance) for instance in going))
+        await self._stopping.run(*(self._stop(instance) for instance in going))
 
     def of(self, upstream: str) -> dict[str, SupervisedUpstream]:
         """The running instances of one upstream (by key), by harness."""
