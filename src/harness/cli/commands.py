@@ -24,6 +24,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Harness gateway: each MCP server runs once; each agent gets its own endpoint.",
         epilog=_GLOBAL_HELP,
     )
+    _global_options(ap)
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     sub.add_parser("daemon", help="run the daemon in the foreground", epilog=_GLOBAL_HELP)
@@ -39,7 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     calls.add_argument("--limit", type=int, default=None, help="the N most recent, printed oldest first")
     calls.add_argument("--json", action="store_true", help="one JSON object per line")
     calls.add_argument("--follow", action="store_true", help="keep printing calls as they land")
-    replay = sub.add_parser("replay", help="copy events into a new store and fold every projection there")
+    replay = sub.add_parser(
+        "replay", help="copy events into a new store and fold every projection there", epilog=_GLOBAL_HELP
+    )
     replay.add_argument("--db", help="source store (default: the state dir's harness.db)")
     replay.add_argument("--to", required=True, help="the new store file (must not exist)")
     replay.add_argument("--since", help="only events at or after this time (duration or ISO-8601)")
@@ -63,6 +66,25 @@ def _parser() -> argparse.ArgumentParser:
     _policy_parsers(sub)
     _project_parsers(sub)
     return ap
+
+
+def _global_options(ap: argparse.ArgumentParser) -> None:
+    """``--version``, and the global options for ``--help`` (``harness.main`` takes them off the
+    command line before parsing, wherever they are)."""
+    from harness import __version__
+
+    ap.add_argument("--version", action="version", version=f"harness {__version__}")
+    ap.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the configuration (default ~/.config/harness/harness.toml, or under $XDG_CONFIG_HOME)",
+    )
+    ap.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="the state dir (default ~/.local/state/harness, or under $XDG_STATE_HOME)",
+    )
+    ap.add_argument("--debug", action="store_true", help="debug logging; errors with their traceback")
 
 
 def _project_parsers(sub: Any) -> None:
