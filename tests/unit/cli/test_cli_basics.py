@@ -104,3 +104,17 @@ def test_the_top_level_help_lists_the_global_options_and_replay_help_has_the_epi
         options = out.split("options:", 1)[1]
         assert all(option in options for option in wanted), out
         assert "accepted anywhere on the command line" in " ".join(out.split()), out
+
+
+def test_a_relative_xdg_state_home_is_ignored_by_the_cli_and_the_bridge(monkeypatch, tmp_path):
+    from harness.cli import bridge
+    from harness.gateway.state_dir import default_state_dir
+
+    monkeypatch.delenv("HARNESS_SOCKET", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/state")
+    default = tmp_path / ".local" / "state" / "harness"
+    assert default_state_dir() == default
+    assert bridge._socket_path(None) == str(default / "harness.sock")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "abs"))
+    assert default_state_dir() == tmp_path / "abs" / "harness"
