@@ -12,7 +12,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from harness.cli.common import Globals, UsageError, globals_from, iso_z, parse_since
-from harness.cli.formatting import call_json, format_call
+from harness.cli.formatting import call_json, format_call, harness_table
 from harness.config.approvals import unapproved_hint
 
 _GLOBAL_HELP = "--config FILE, --state-dir DIR and --debug are accepted anywhere on the command line."
@@ -257,12 +257,8 @@ def _cmd_list(ns: argparse.Namespace, g: Globals) -> int:
     if not rows:
         print("no harnesses configured")
         return 0
-    print(f"{'NAME':<20} {'STATE':<8} {'PID':>7}  {'POLICY':<16} {'SESSIONS':>8}  {'RUN':<32}  PROJECT")
-    for r in rows:
-        print(
-            f"{r['name']:<20} {r['state']:<8} {r['pid'] or '-':>7}  {r['policy'] or '-':<16} "
-            f"{r['sessions']:>8}  {r['run_id'] or '-':<32}  {r.get('project') or '-'}"
-        )
+    for line in harness_table(rows):
+        print(line)
     return 0
 
 
