@@ -9,11 +9,14 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path, PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.cli.common import Globals, UsageError, globals_from, iso_z, parse_since
+from harness.cli.common import CliError, Globals, UsageError, globals_from, iso_z, parse_since
 from harness.cli.formatting import call_json, format_call, harness_table
 from harness.config.approvals import unapproved_hint
+
+if TYPE_CHECKING:
+    from harness.reading import StoreView
 
 _GLOBAL_HELP = "--config FILE, --state-dir DIR and --debug are accepted anywhere on the command line."
 
@@ -271,6 +274,8 @@ def _cmd_calls(ns: argparse.Namespace, g: Globals) -> int:
     view = open_store(g.paths.db)
     show: Callable[[dict[str, Any]], str] = call_json if ns.json else format_call
     rows = view.calls(harness=ns.harness, since=since, limit=ns.limit)
+    if not rows and ns.harness is not None and not _known_harness(g, view, ns.harness):
+        raise CliError(f"no harness named {ns.harness!r} in the configuration or the log")
     for row in rows:
         print(show(row), flush=ns.follow)
     if not ns.follow:
@@ -285,6 +290,21 @@ def _cmd_calls(ns: argparse.Namespace, g: Globals) -> int:
             print(show(row), flush=True)
             last = row["position"]
     return 130
+
+
+def _known_harness(g: Globals, view: StoreView, name: str) -> bool:
+    """Whether ``name`` is a harness of the configuration, or one the call log has rows of (a
+    removed harness keeps its rows); a configuration that cannot be read names none."""
+    from harness.config import ConfigError, load_config
+
+    try:
+        if name in load_config(g.config).harnesses:
+            return True
+    except ConfigError:
+        pass
+    return (
+        view.conn.execute("SELECT 1 FROM call_log WHERE harness = ? LIMIT 1", (name,)).fetchone() is not None
+    )
 
 
 def _cmd_replay(ns: argparse.Namespace, g: Globals) -> int:
