@@ -135,7 +135,11 @@ def _control_parsers(sub: Any) -> None:
     )
     describe.add_argument("name", help="a harness name, else an upstream key")
     describe.add_argument("--json", action="store_true", help="one JSON object")
-    logs = sub.add_parser("logs", help="the end of a harness's (or an upstream's) log", epilog=_GLOBAL_HELP)
+    logs = sub.add_parser(
+        "logs",
+        help="the end of a harness's (or an upstream's) log; read from its file when no daemon runs",
+        epilog=_GLOBAL_HELP,
+    )
     logs.add_argument("name", help="a harness name, else an upstream key")
     logs.add_argument(
         "-n", dest="lines", type=_log_lines, default=50, metavar="N", help="the last N lines (default 50)"
@@ -466,9 +470,9 @@ def _cmd_describe(ns: argparse.Namespace, g: Globals) -> int:
 
 
 def _cmd_logs(ns: argparse.Namespace, g: Globals) -> int:
-    from harness.cli.common import control_request
+    from harness.cli.logs import read_logs
 
-    result: dict[str, Any] = control_request(g.paths, "logs", {"name": ns.name, "lines": ns.lines})
+    result = read_logs(g, ns.name, ns.lines)
     if ns.json:
         print(json.dumps(result))
         return 0
