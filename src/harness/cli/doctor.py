@@ -291,8 +291,7 @@ def _resolve(argv0: str, workdir: Path, own: dict[str, str]) -> str | None:
     slash, relative to its workdir."""
     from harness.gateway.harnesses.spawner import harness_bin_dir
 
-    path = minimal_env(own, path_first=harness_bin_dir()).get("PATH", "")
-    return resolve(str(Path(argv0).expanduser()) if "/" in argv0 else argv0, workdir, path)
+    return resolve(argv0, workdir, minimal_env(own, path_first=harness_bin_dir()).get("PATH", ""))
 
 
 def _endpoints(report: Report, paths: StatePaths, config: Config | None, *, running: bool) -> None:

@@ -177,3 +177,12 @@ def test_an_upstream_command_not_found_on_the_path_it_gets_is_a_problem_naming_f
     assert f"1 problem:\n  - {problem} (line {line})" in done.stdout
     assert f"clock: argv[0] clock-mcp -> {tools / 'clock-mcp'}" in done.stdout
     assert f"local: argv[0] tools/clock-mcp -> {tools / 'clock-mcp'}" in done.stdout
+
+
+def test_a_tilde_in_argv0_is_a_problem_since_exec_does_not_expand_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "agent").write_text("#!/bin/sh\n")
+    (tmp_path / "agent").chmod(0o755)
+    text = GOOD.replace('argv = ["python3"]', 'argv = ["~/agent"]')
+    report = examine(globals_for(write(tmp_path, text), tmp_path / "state"))
+    assert report.problems == ["watch: argv[0] '~/agent' is not an executable on the PATH it gets"]
