@@ -29,6 +29,8 @@ def read_logs(g: Globals, name: str, lines: int) -> dict[str, Any]:
 
 def _from_files(g: Globals, name: str, lines: int) -> dict[str, Any]:
     from harness.gateway.control_plane import tail_lines
+    from harness.gateway.evidence.known_secrets import KnownSecrets
+    from harness.gateway.evidence.redaction import REDACTED
 
     config = load_config(g.config)
     if name in config.harnesses:
@@ -37,12 +39,8 @@ def _from_files(g: Globals, name: str, lines: int) -> dict[str, Any]:
         kind, path = "upstream", g.paths.upstream_logs / f"{name}.log"
     else:
         raise CliError(f"no harness or upstream named {name!r} in the configuration")
-    return {"name": name, "kind": kind, "path": str(path), "lines": _redacted(tail_lines(path, lines))}
-
-
-def _redacted(lines: list[str]) -> list[str]:
-    """SEAM: the lines as the control plane's ``logs`` would give them. The daemon's answer gets
-    secret redaction from the facade work; when that lands, call the same function here so that a
-    file read directly is redacted alike. Until then the lines are the file's, which the operator
-    (the only caller) can read anyway."""
-    return lines
+    # The secrets the daemon holds for upstreams are redacted as from the daemon's answers (the
+    # facade work scrubs every control answer with the same KnownSecrets).
+    known = KnownSecrets.of(config)
+    shown = [known.redact(line, REDACTED) for line in tail_lines(path, lines)]
+    return {"name": name, "kind": kind, "path": str(path), "lines": shown}

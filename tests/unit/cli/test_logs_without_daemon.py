@@ -24,15 +24,23 @@ def logs(tmp_path: Path, *args: str, token: str | None = None) -> subprocess.Com
 
 
 def test_logs_without_a_daemon_reads_the_harness_or_upstream_log_file_for_the_operator_only(tmp_path):
-    (tmp_path / "harness.toml").write_text('[mcp.time]\nargv = ["t"]\n[harness.coder]\nargv = ["agent"]\n')
-    for folder, name, text in (("harnesses", "coder", "one\ntwo\nthree\n"), ("upstreams", "time", "tick\n")):
+    (tmp_path / "time.env").write_text("TIME_TOKEN=held-by-the-daemon-1234\n")
+    (tmp_path / "harness.toml").write_text(
+        '[mcp.time]\nargv = ["t"]\nenv_file = "time.env"\nenv = { T = "${TIME_TOKEN}" }\n'
+        '[harness.coder]\nargv = ["agent"]\n'
+    )
+    upstream_log = "tick\nusing token held-by-the-daemon-1234\n"
+    for folder, name, text in (
+        ("harnesses", "coder", "one\ntwo\nthree\n"),
+        ("upstreams", "time", upstream_log),
+    ):
         (tmp_path / "state" / folder).mkdir(parents=True)
         (tmp_path / "state" / folder / f"{name}.log").write_text(text)
     coder = logs(tmp_path, "coder", "-n", "2")
     assert (coder.returncode, coder.stdout) == (0, "two\nthree\n"), coder.stderr
     assert "no daemon is running" in coder.stderr
     time = json.loads(logs(tmp_path, "time", "--json").stdout)
-    assert (time["kind"], time["lines"]) == ("upstream", ["tick"])
+    assert (time["kind"], time["lines"]) == ("upstream", ["tick", "using token [REDACTED]"])
     nobody = logs(tmp_path, "nobody")
     assert nobody.returncode == 1 and "no harness or upstream named 'nobody'" in nobody.stderr
     inside = logs(tmp_path, "coder", token="a-harness-token")  # inside a harness: only the daemon answers
