@@ -172,7 +172,7 @@ def test_an_upstream_command_not_found_on_the_path_it_gets_is_a_problem_naming_f
     config = write(tmp_path, text)
     done = doctor("--config", str(config), "--state-dir", str(tmp_path / "state"))
     assert done.returncode == 1, done.stdout
-    line = next(n for n, text in enumerate(text.splitlines(), 1) if "tyme" in text)
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if "tyme" in row)
     problem = f"{config}: mcp.wiki.argv: argv[0] 'mcp-server-tyme' is not an executable on the PATH upstream wiki gets"
     assert f"1 problem:\n  - {problem} (line {line})" in done.stdout
     assert f"clock: argv[0] clock-mcp -> {tools / 'clock-mcp'}" in done.stdout
