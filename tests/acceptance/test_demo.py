@@ -34,9 +34,10 @@ def tmp_path() -> Iterator[Path]:
 
 
 def demo(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``harness demo --calls 2`` with the venv's python; its temporary files go under ``tmp_path``."""
+    """``harness demo --calls 3`` (echo, add, write_note) with the venv's python; its temporary files
+    go under ``tmp_path``."""
     return subprocess.run(
-        [PY, "-m", "harness", "demo", "--calls", "2", *args],
+        [PY, "-m", "harness", "demo", "--calls", "3", *args],
         capture_output=True,
         text=True,
         timeout=150,
@@ -77,7 +78,11 @@ def test_harness_demo_runs_two_agents_prints_their_calls_and_where_to_look_and_l
     assert {CALL_LINE.match(line).groups() for line in calls} == {
         (who, tool) for who in ("alice", "bob") for tool in ("echo", "add")
     }
-    assert f"\n{len(calls)} calls recorded; the daemon stopped" in out
+    lines = out.splitlines()
+    assert sum(bool(re.match(r"^  \S+Z\s+alice\s+demo__write_note\s+ok\b", line)) for line in lines) == 1
+    refusal = r"^  \S+Z\s+bob\s+demo__write_note\s+denied \(not_permitted\)"
+    assert sum(bool(re.match(refusal, line)) for line in lines) == 1, out
+    assert f"\n{len(calls) + 2} calls recorded (1 refused by policy); the daemon stopped" in out
     where = out[out.index("Where to look next:") :]
     [state] = tmp_path.glob("harness-demo-*/state")  # the demo's own temporary folder
     assert f"calls --state-dir {state}" in where and f"calls --state-dir {state} --json" in where
@@ -95,11 +100,13 @@ def test_harness_demo_with_state_dir_keeps_its_store_there_for_open_store_and_ha
     assert f"calls --state-dir {state}" in done.stdout
     with open_store(state / "harness.db") as view:
         rows = view.calls()
-    assert sorted((r["harness"], r["tool"], r["outcome"]) for r in rows) == [
-        ("alice", "add", "ok"),
-        ("alice", "echo", "ok"),
-        ("bob", "add", "ok"),
-        ("bob", "echo", "ok"),
+    assert sorted((r["harness"], r["tool"], r["outcome"], r["error_reason"]) for r in rows) == [
+        ("alice", "add", "ok", None),
+        ("alice", "echo", "ok", None),
+        ("alice", "write_note", "ok", None),
+        ("bob", "add", "ok", None),
+        ("bob", "echo", "ok", None),
+        ("bob", "write_note", "denied", "not_permitted"),
     ]
     listed = subprocess.run(
         [PY, "-m", "harness", "calls", "--state-dir", str(state), "--json"],

@@ -62,7 +62,8 @@ def test_doctor_exits_1_naming_an_upstream_that_is_not_up(start_daemon):
     done = daemon.harness_cli("doctor", "--json", check=False)
     assert done.returncode == 1, done.stdout
     report = json.loads(done.stdout)
-    [problem] = report["problems"]
-    assert problem.startswith("upstream gone: ") and "breaker" in problem
+    down, missing = report["problems"]
+    assert down.startswith("upstream gone: ") and "breaker" in down
+    assert "mcp.gone.argv: argv[0] '/nonexistent/mcp-server' is not an executable" in missing
     human = daemon.harness_cli("doctor", check=False)
-    assert human.returncode == 1 and f"1 problem:\n  - {problem}" in human.stdout
+    assert human.returncode == 1 and f"2 problems:\n  - {down}\n  - {missing}" in human.stdout

@@ -40,7 +40,9 @@ def _socket_path(state_dir: str | None) -> str:
         return explicit
     if state_dir:
         return os.path.join(state_dir, "harness.sock")
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    base = os.environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(base):  # unset, empty or relative: the XDG spec says to ignore it
+        base = os.path.join(os.path.expanduser("~"), ".local", "state")
     return os.path.join(base, "harness", "harness.sock")
 
 

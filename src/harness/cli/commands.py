@@ -9,11 +9,14 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path, PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.cli.common import Globals, UsageError, globals_from, iso_z, parse_since
-from harness.cli.formatting import call_json, format_call
+from harness.cli.common import CliError, Globals, UsageError, globals_from, iso_z, parse_since
+from harness.cli.formatting import call_json, format_call, harness_table
 from harness.config.approvals import unapproved_hint
+
+if TYPE_CHECKING:
+    from harness.reading import StoreView
 
 _GLOBAL_HELP = "--config FILE, --state-dir DIR and --debug are accepted anywhere on the command line."
 
@@ -24,6 +27,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Harness gateway: each MCP server runs once; each agent gets its own endpoint.",
         epilog=_GLOBAL_HELP,
     )
+    _global_options(ap)
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     sub.add_parser("daemon", help="run the daemon in the foreground", epilog=_GLOBAL_HELP)
@@ -39,7 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     calls.add_argument("--limit", type=int, default=None, help="the N most recent, printed oldest first")
     calls.add_argument("--json", action="store_true", help="one JSON object per line")
     calls.add_argument("--follow", action="store_true", help="keep printing calls as they land")
-    replay = sub.add_parser("replay", help="copy events into a new store and fold every projection there")
+    replay = sub.add_parser(
+        "replay", help="copy events into a new store and fold every projection there", epilog=_GLOBAL_HELP
+    )
     replay.add_argument("--db", help="source store (default: the state dir's harness.db)")
     replay.add_argument("--to", required=True, help="the new store file (must not exist)")
     replay.add_argument("--since", help="only events at or after this time (duration or ISO-8601)")
@@ -63,6 +69,25 @@ def _parser() -> argparse.ArgumentParser:
     _policy_parsers(sub)
     _project_parsers(sub)
     return ap
+
+
+def _global_options(ap: argparse.ArgumentParser) -> None:
+    """``--version``, and the global options for ``--help`` (``harness.main`` takes them off the
+    command line before parsing, wherever they are)."""
+    from harness import __version__
+
+    ap.add_argument("--version", action="version", version=f"harness {__version__}")
+    ap.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the configuration (default ~/.config/harness/harness.toml, or under $XDG_CONFIG_HOME)",
+    )
+    ap.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="the state dir (default ~/.local/state/harness, or under $XDG_STATE_HOME)",
+    )
+    ap.add_argument("--debug", action="store_true", help="debug logging; errors with their traceback")
 
 
 def _project_parsers(sub: Any) -> None:
@@ -110,7 +135,11 @@ def _control_parsers(sub: Any) -> None:
     )
     describe.add_argument("name", help="a harness name, else an upstream key")
     describe.add_argument("--json", action="store_true", help="one JSON object")
-    logs = sub.add_parser("logs", help="the end of a harness's (or an upstream's) log", epilog=_GLOBAL_HELP)
+    logs = sub.add_parser(
+        "logs",
+        help="the end of a harness's (or an upstream's) log; read from its file when no daemon runs",
+        epilog=_GLOBAL_HELP,
+    )
     logs.add_argument("name", help="a harness name, else an upstream key")
     logs.add_argument(
         "-n", dest="lines", type=_log_lines, default=50, metavar="N", help="the last N lines (default 50)"
@@ -235,12 +264,8 @@ def _cmd_list(ns: argparse.Namespace, g: Globals) -> int:
     if not rows:
         print("no harnesses configured")
         return 0
-    print(f"{'NAME':<20} {'STATE':<8} {'PID':>7}  {'POLICY':<16} {'SESSIONS':>8}  {'RUN':<32}  PROJECT")
-    for r in rows:
-        print(
-            f"{r['name']:<20} {r['state']:<8} {r['pid'] or '-':>7}  {r['policy'] or '-':<16} "
-            f"{r['sessions']:>8}  {r['run_id'] or '-':<32}  {r.get('project') or '-'}"
-        )
+    for line in harness_table(rows):
+        print(line)
     return 0
 
 
@@ -253,6 +278,8 @@ def _cmd_calls(ns: argparse.Namespace, g: Globals) -> int:
     view = open_store(g.paths.db)
     show: Callable[[dict[str, Any]], str] = call_json if ns.json else format_call
     rows = view.calls(harness=ns.harness, since=since, limit=ns.limit)
+    if not rows and ns.harness is not None and not _known_harness(g, view, ns.harness):
+        raise CliError(f"no harness named {ns.harness!r} in the configuration or the log")
     for row in rows:
         print(show(row), flush=ns.follow)
     if not ns.follow:
@@ -267,6 +294,21 @@ def _cmd_calls(ns: argparse.Namespace, g: Globals) -> int:
             print(show(row), flush=True)
             last = row["position"]
     return 130
+
+
+def _known_harness(g: Globals, view: StoreView, name: str) -> bool:
+    """Whether ``name`` is a harness of the configuration, or one the call log has rows of (a
+    removed harness keeps its rows); a configuration that cannot be read names none."""
+    from harness.config import ConfigError, load_config
+
+    try:
+        if name in load_config(g.config).harnesses:
+            return True
+    except ConfigError:
+        pass
+    return (
+        view.conn.execute("SELECT 1 FROM call_log WHERE harness = ? LIMIT 1", (name,)).fetchone() is not None
+    )
 
 
 def _cmd_replay(ns: argparse.Namespace, g: Globals) -> int:
@@ -428,9 +470,9 @@ def _cmd_describe(ns: argparse.Namespace, g: Globals) -> int:
 
 
 def _cmd_logs(ns: argparse.Namespace, g: Globals) -> int:
-    from harness.cli.common import control_request
+    from harness.cli.logs import read_logs
 
-    result: dict[str, Any] = control_request(g.paths, "logs", {"name": ns.name, "lines": ns.lines})
+    result = read_logs(g, ns.name, ns.lines)
     if ns.json:
         print(json.dumps(result))
         return 0

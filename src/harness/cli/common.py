@@ -18,6 +18,10 @@ class CliError(Exception):
     """A failure reported as one line on stderr with exit code 1."""
 
 
+class NoDaemon(CliError):
+    """No daemon accepts connections on the state dir's socket."""
+
+
 class UsageError(CliError):
     """A command line the command cannot run, reported as one line on stderr with exit code 2."""
 
@@ -93,7 +97,7 @@ def control_request(
     try:
         sock.connect(str(paths.socket))
     except OSError as exc:
-        raise CliError(
+        raise NoDaemon(
             f"no daemon is running for {paths.root} ({exc.strerror or exc}); start it with `harness daemon`"
         ) from None
     with sock:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
 import socket
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -15,6 +13,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.cli.common import CliError, Globals, control_request
+from harness.cli.config_lines import key_line
+from harness.cli.executables import resolve, upstream_commands
 from harness.clients import CLIENTS
 from harness.config import (
     Config,
@@ -116,36 +116,6 @@ def _approvals(report: Report, state_dir: Path, config: Config) -> None:
         report.add("configuration", "problem", unapproved_hint(file))
 
 
-_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-
-
-def key_line(file: Path, key: str) -> int | None:
-    """Best effort: the line of ``file`` that sets the dotted ``key`` (else its table's header)."""
-    try:
-        lines = file.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return None
-    parts = re.sub(r"\[\d+\]", "", key).split(".")
-    headers: dict[str, int] = {}
-    for number, line in enumerate(lines, 1):
-        if (match := _HEADER.match(line)) is not None:
-            headers.setdefault(match.group(1).replace('"', "").replace(" ", ""), number)
-    for cut in range(len(parts), 0, -1):
-        start = headers.get(".".join(parts[:cut]))
-        if start is None:
-            continue
-        if cut == len(parts):
-            return start
-        setting = re.compile(rf'^\s*"?{re.escape(parts[cut])}"?\s*=')
-        for number in range(start + 1, len(lines) + 1):
-            if _HEADER.match(lines[number - 1]):
-                break
-            if setting.match(lines[number - 1]):
-                return number
-        return start
-    return None
-
-
 def _accepts(path: Path) -> str | None:
     """None when something accepts connections on the socket, else why not."""
     if len(os.fsencode(path)) > MAX_SOCKET_PATH:
@@ -227,6 +197,8 @@ def _shared(report: Report, config: Config) -> None:
         )
     if not config.upstreams:
         report.add("shared upstreams", "note", "no upstreams configured")
+    for status, text in upstream_commands(config):
+        report.add("shared upstreams", status, text)
 
 
 def _reaches(config: Config, harness: str, upstream: UpstreamConfig) -> bool:
@@ -319,10 +291,7 @@ def _resolve(argv0: str, workdir: Path, own: dict[str, str]) -> str | None:
     slash, relative to its workdir."""
     from harness.gateway.harnesses.spawner import harness_bin_dir
 
-    if "/" in argv0:
-        path = workdir / Path(argv0).expanduser()
-        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
-    return shutil.which(argv0, path=minimal_env(own, path_first=harness_bin_dir()).get("PATH", ""))
+    return resolve(argv0, workdir, minimal_env(own, path_first=harness_bin_dir()).get("PATH", ""))
 
 
 def _endpoints(report: Report, paths: StatePaths, config: Config | None, *, running: bool) -> None:

@@ -1,4 +1,4 @@
-"""How call-log rows are shown: a line for people, a JSON line for scripts."""
+"""How rows are shown to people (call-log lines, the harness table) and call-log JSON lines to scripts."""
 
 from __future__ import annotations
 
@@ -34,3 +34,32 @@ def call_json(row: dict[str, Any]) -> str:
     """One call-log row as the JSON line of ``harness calls --json``."""
     out = {k: v for k, v in row.items() if k != "position" and not (k == "args" and v is None)}
     return json.dumps(out, ensure_ascii=False)
+
+
+def harness_table(rows: list[dict[str, Any]]) -> list[str]:
+    """``harness list`` for people: a header and one line per harness, each column as wide as its
+    widest cell, so every state (``restarting`` the longest) keeps the columns aligned."""
+    table = [
+        ("NAME", "STATE", "PID", "POLICY", "SESSIONS", "RUN", "PROJECT"),
+        *(
+            (
+                r["name"],
+                r["state"],
+                str(r["pid"] or "-"),
+                r["policy"] or "-",
+                str(r["sessions"]),
+                r["run_id"] or "-",
+                str(r.get("project") or "-"),
+            )
+            for r in rows
+        ),
+    ]
+    widths = [max(map(len, column)) for column in zip(*table, strict=True)]
+    right = (False, False, True, False, True, False, False)
+    return [
+        "  ".join(
+            cell.rjust(width) if numeric else cell.ljust(width)
+            for cell, width, numeric in zip(line, widths, right, strict=True)
+        ).rstrip()
+        for line in table
+    ]

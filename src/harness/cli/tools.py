@@ -77,10 +77,12 @@ def mode_views(
 
 def bytes_per_mode(views: Mapping[str, ToolView], top: Sequence[tuple[str, str]]) -> dict[str, int]:
     """Bytes of tool schemas a session lists in each mode (``top``: the harness's most-called
-    (upstream, tool) pairs, best first), and the full listing before descriptions are trimmed."""
+    (upstream, tool) pairs, best first), and the full listing before descriptions are trimmed (the
+    same tools, the gateway's own included)."""
+    full = views["full"]
     return {
-        "full_untrimmed": _size(list(views["full"].tools.values())),
-        "full": len(views["full"].listing_json),
+        "full_untrimmed": _size([*full.tools.values(), *full.gateway]),
+        "full": len(full.listing_json),
         "lazy": len(views["lazy"].listing_json),
         "top_k": len(session_listing(views["top_k"], top)),
     }

@@ -6,6 +6,7 @@ import importlib.util
 import ipaddress
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -119,6 +120,15 @@ class UpstreamConfig(BaseModel):
     write_tools: tuple[NonEmptyStr, ...] = ()
     shared: StrictBool = True
     project: Path | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            parts = urlsplit(value)
+            if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+                raise ValueError("must be an http:// or https:// URL (Streamable HTTP)")
+        return value
 
     @model_validator(mode="after")
     def _one_transport(self) -> UpstreamConfig:

@@ -86,6 +86,9 @@ def upstream_table(
     if project is not None:
         raw["project"] = project
     upstream = validate_table(model.UpstreamConfig, file, key, raw)
+    if upstream.argv is not None and upstream.headers:
+        reason = "only an HTTP upstream (url) sends headers; a stdio upstream (argv) gets env"
+        raise ConfigError(file, f"{key}.headers", reason)
     refuse_unbuilt(file, "mcp", name, upstream)
     check_upstream_references(file, upstream)
     return upstream
@@ -99,9 +102,20 @@ def policy_table(file: Path, name: str, raw: dict[str, Any]) -> model.PolicyConf
     refuse_unbuilt(file, "mcp_policy", name, policy)
     for field_name in ("tools", "deny"):
         for glob in getattr(policy, field_name):
-            if (problem := glob_problem(glob)) is not None:
+            if (problem := glob_problem(glob) or _unreachable(glob, policy.servers)) is not None:
                 raise ConfigError(file, f"{key}.{field_name}", f"{glob!r}: {problem}")
     return policy
+
+
+def _unreachable(glob: str, servers: tuple[str, ...]) -> str | None:
+    """Why a glob can match no tool of the policy: its upstream part (before ``__``) is spelled out
+    and is none of ``servers`` (``gitt__*``); a wildcard there (``*__read_*``) may match any."""
+    prefix, sep, _tool = glob.partition("__")
+    if not sep or any(char in prefix for char in "*?["):
+        return None
+    if prefix in servers:
+        return None
+    return f"no upstream {prefix!r} in servers ({', '.join(servers) or 'none'}): it matches no tool"
 
 
 def glob_problem(glob: str) -> str | None:

@@ -19,7 +19,9 @@ def bridge_command() -> tuple[str, list[str]]:
 
 
 async def run(calls: int, pause: float) -> None:
-    """List the tools, then make ``calls`` calls cycling over a few demo tools."""
+    """List the tools, then make ``calls`` calls cycling over a few demo tools, trying each one
+    whether or not it was listed: a read-only agent is not listed ``write_note``, and its try is
+    refused with ``not_permitted`` (and logged as ``denied``)."""
     command, args = bridge_command()
     params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
     me = os.environ.get("HARNESS_NAME", "agent")
@@ -30,14 +32,14 @@ async def run(calls: int, pause: float) -> None:
         plan: list[tuple[str, dict[str, Any]]] = [
             ("demo__echo", {"text": f"hello from {me}"}),
             ("demo__add", {"a": 2, "b": 40}),
-            ("demo__word_count", {"text": "the gateway records every call"}),
             ("demo__write_note", {"title": me, "body": "written through the gateway"}),
+            ("demo__word_count", {"text": "the gateway records every call"}),
             ("demo__fail", {"message": "a tool error passes through unchanged"}),
         ]
         for i in range(calls):
             name, arguments = plan[i % len(plan)]
             if name not in names:
-                continue
+                print(f"{me}: {name} was not listed to me; trying it anyway", flush=True)
             try:
                 result = await client.call_tool(name, arguments)
                 text = result.content[0].text if result.content else ""  # type: ignore[union-attr]

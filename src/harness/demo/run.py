@@ -42,7 +42,7 @@ argv = {agent}
 mcp_allow = ["read", "write"]
 model = "demo-model"
 
-[harness.bob]                   # read-only: write_note is refused with not_permitted
+[harness.bob]                   # read-only: write_note is not listed, and a try is refused (not_permitted)
 argv = {agent}
 model = "demo-model"
 """
@@ -97,12 +97,13 @@ def run_demo(calls: int = 5, state_dir: Path | None = None) -> int:
     config.write_text(demo_config(calls))
     print(f"Harness demo: config {config}\n")
     print("Starting the daemon: one `demo` upstream process, two agents (alice, bob) each connected")
-    print("through its own `harness mcp` bridge with its own token. Calls as they land in the call log:\n")
+    print("through its own `harness mcp` bridge with its own token. alice may write; bob is read-only,")
+    print("so his write_note is refused with not_permitted. Calls as they land in the call log:\n")
     cmd = [sys.executable, "-m", "harness", "daemon", "--config", str(config), "--state-dir", str(paths.root)]
     daemon = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _wait_ready(daemon)
-        shown = _follow(paths)
+        shown, denied = _follow(paths)
     finally:
         daemon.send_signal(signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -111,7 +112,10 @@ def run_demo(calls: int = 5, state_dir: Path | None = None) -> int:
             daemon.kill()
     state = shlex.quote(str(paths.root))
     harness = _harness_command()
-    print(f"\n{shown} calls recorded; the daemon stopped and took its upstream and agents with it.\n")
+    refused = f" ({denied} refused by policy)" if denied else ""
+    print(
+        f"\n{shown} calls recorded{refused}; the daemon stopped and took its upstream and agents with it.\n"
+    )
     print("Where to look next:")
     print(f"  {harness} calls --state-dir {state}            # the call log")
     print(f"  {harness} calls --state-dir {state} --json     # as JSON lines, one per call")
@@ -122,9 +126,11 @@ def run_demo(calls: int = 5, state_dir: Path | None = None) -> int:
     return 0 if shown else 1
 
 
-def _follow(paths: StatePaths) -> int:
+def _follow(paths: StatePaths) -> tuple[int, int]:
+    """Print each call as it lands until the agents are done; the calls shown, and how many were
+    denied."""
     last = 0
-    shown = 0
+    shown = denied = 0
     quiet_since: float | None = None
     deadline = time.monotonic() + RUN_TIMEOUT_S
     view = None
@@ -136,6 +142,7 @@ def _follow(paths: StatePaths) -> int:
             print("  " + format_call(row), flush=True)
             last = row["position"]
             shown += 1
+            denied += row["outcome"] == "denied"
         if rows:
             quiet_since = None
         elif _agents_done(paths):
@@ -145,7 +152,7 @@ def _follow(paths: StatePaths) -> int:
         time.sleep(0.2)
     if view is not None:
         view.close()
-    return shown
+    return shown, denied
 
 
 def command(ns: argparse.Namespace, g: Globals) -> int:

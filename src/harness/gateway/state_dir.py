@@ -17,9 +17,11 @@ class StateDirError(Exception):
 
 
 def default_state_dir() -> Path:
-    """``$XDG_STATE_HOME/harness``, else ``~/.local/state/harness``."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "harness"
+    """``$XDG_STATE_HOME/harness``, else ``~/.local/state/harness``; a relative ``XDG_STATE_HOME``
+    is ignored, as the XDG spec says."""
+    base = os.environ.get("XDG_STATE_HOME", "")
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "state"
+    return root / "harness"
 
 
 _FILES = {

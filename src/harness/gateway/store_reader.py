@@ -13,7 +13,7 @@ import apsw
 
 from harness.events import ToolCatalogFetched, decode
 from harness.reading import StoreView
-from harness.store import open_read_only
+from harness.store import StoreNotCreated, open_read_only
 
 log = logging.getLogger("harness.store_reader")
 
@@ -123,7 +123,7 @@ class StoreReader:
                     )
                     .fetchone()
                 )
-            except apsw.SQLError:  # no tool index yet
+            except (apsw.SQLError, StoreNotCreated):  # no tool index yet: a new store keeps none
                 return None
             event = decode(*row) if row is not None else None
             return event if isinstance(event, ToolCatalogFetched) else None

@@ -14,6 +14,7 @@ from harness.store.log import (
 from harness.store.schema import (
     SCHEMA_VERSION,
     StoreError,
+    StoreNotCreated,
     open_for_writing,
     open_read_only,
     transaction,
@@ -23,6 +24,7 @@ from harness.store.schema import (
 __all__ = [
     "SCHEMA_VERSION",
     "StoreError",
+    "StoreNotCreated",
     "append",
     "append_raw",
     "append_values",

@@ -63,6 +63,10 @@ class StoreError(Exception):
     """The store file is missing, not a Harness store, or of a schema this code does not understand."""
 
 
+class StoreNotCreated(StoreError):
+    """No store yet: the file is missing, or the writer has not laid out its schema (a new store)."""
+
+
 def _check_identity(conn: apsw.Connection, path: Path, accepted: frozenset[int]) -> int:
     """The schema version of an initialised Harness store this code can use; 0 if the file is empty."""
     try:
@@ -149,9 +153,10 @@ def transaction(conn: apsw.Connection) -> Iterator[apsw.Cursor]:
 def open_read_only(path: Path) -> apsw.Connection:
     """A read-only connection for readers (CLI, evals, notebooks); WAL lets it run beside the writer."""
     if not path.exists():
-        raise StoreError(f"{path}: no store here (has the daemon ever run with this state dir?)")
+        raise StoreNotCreated(f"{path}: no store here (has the daemon ever run with this state dir?)")
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     conn.set_busy_timeout(5000)
     if not _check_identity(conn, path, READABLE_VERSIONS):
-        raise StoreError(f"{path}: empty file, not a Harness store")
+        conn.close()
+        raise StoreNotCreated(f"{path}: empty file, not a Harness store")
     return conn

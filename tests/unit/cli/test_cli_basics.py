@@ -79,3 +79,42 @@ def test_a_second_daemon_on_the_same_state_dir_is_refused(tmp_path):
         os.close(fd)
     assert done.returncode == 1
     assert "another daemon is running" in done.stderr and "4242" in done.stderr
+
+
+def test_version_prints_the_version_and_exits_0(capsys):
+    from harness import __version__
+    from harness.main import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"harness {__version__}"
+
+
+def test_the_top_level_help_lists_the_global_options_and_replay_help_has_the_epilog(capsys):
+    from harness.main import main
+
+    for argv, wanted in (
+        (["--help"], ("--config FILE", "--state-dir DIR", "--debug")),
+        (["replay", "-h"], ()),
+    ):
+        with pytest.raises(SystemExit):
+            main(argv)
+        out = capsys.readouterr().out
+        options = out.split("options:", 1)[1]
+        assert all(option in options for option in wanted), out
+        assert "accepted anywhere on the command line" in " ".join(out.split()), out
+
+
+def test_a_relative_xdg_state_home_is_ignored_by_the_cli_and_the_bridge(monkeypatch, tmp_path):
+    from harness.cli import bridge
+    from harness.gateway.state_dir import default_state_dir
+
+    monkeypatch.delenv("HARNESS_SOCKET", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/state")
+    default = tmp_path / ".local" / "state" / "harness"
+    assert default_state_dir() == default
+    assert bridge._socket_path(None) == str(default / "harness.sock")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "abs"))
+    assert default_state_dir() == tmp_path / "abs" / "harness"

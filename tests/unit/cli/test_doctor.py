@@ -17,11 +17,11 @@ PY = sys.executable
 
 GOOD = f"""
 [mcp.git]
-argv = ["mcp-server-git"]
+argv = [{json.dumps(PY)}, "-m", "mcp_server_git"]
 [mcp.time]
-argv = ["mcp-server-time"]
+argv = [{json.dumps(PY)}, "-m", "mcp_server_time"]
 [mcp.wiki]
-argv = ["mcp-server-wiki"]
+argv = ["sh", "-c", "exec wiki-mcp"]
 
 [mcp_policy.dev]
 servers = ["git", "time"]
@@ -158,3 +158,31 @@ def test_skills_and_prompts_are_counted_and_a_file_left_out_is_a_problem(tmp_pat
     assert "skills: 1 served" in texts and "prompts: 1 served" in texts
     [problem] = report.problems
     assert problem.startswith("skills: left out:") and "bad/SKILL.md" in problem
+
+
+def test_an_upstream_command_not_found_on_the_path_it_gets_is_a_problem_naming_file_key_and_line(tmp_path):
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "clock-mcp").write_text("#!/bin/sh\n")
+    (tools / "clock-mcp").chmod(0o755)
+    text = GOOD.replace('"sh", "-c", "exec wiki-mcp"', '"mcp-server-tyme"') + (
+        f'[mcp.clock]\nargv = ["clock-mcp"]\nenv = {{ PATH = "{tools}" }}\n'
+        '[mcp.local]\nargv = ["tools/clock-mcp"]\n'
+    )
+    config = write(tmp_path, text)
+    done = doctor("--config", str(config), "--state-dir", str(tmp_path / "state"))
+    assert done.returncode == 1, done.stdout
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if "tyme" in row)
+    problem = f"{config}: mcp.wiki.argv: argv[0] 'mcp-server-tyme' is not an executable on the PATH upstream wiki gets"
+    assert f"1 problem:\n  - {problem} (line {line})" in done.stdout
+    assert f"clock: argv[0] clock-mcp -> {tools / 'clock-mcp'}" in done.stdout
+    assert f"local: argv[0] tools/clock-mcp -> {tools / 'clock-mcp'}" in done.stdout
+
+
+def test_a_tilde_in_argv0_is_a_problem_since_exec_does_not_expand_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "agent").write_text("#!/bin/sh\n")
+    (tmp_path / "agent").chmod(0o755)
+    text = GOOD.replace('argv = ["python3"]', 'argv = ["~/agent"]')
+    report = examine(globals_for(write(tmp_path, text), tmp_path / "state"))
+    assert report.problems == ["watch: argv[0] '~/agent' is not an executable on the PATH it gets"]

@@ -5,8 +5,8 @@ prompts (``harness__<name>``) and the prompts of the upstreams its policy expose
 A list asks every exposed upstream that declared ``prompts`` at its handshake, all pages, at the
 time of asking; an upstream that is down or fails is left out of that answer. A get or a completion
 goes to the one upstream its name belongs to, with the upstream's own name, and the upstream's reply
-(result or error) comes back unchanged. Completion of a resource reference is not proxied (resources
-are not yet). None of these is a tool call: they make no call-log row.
+(result or error) comes back unchanged. Completion of a resource reference (``ref/resource``) is not
+proxied. None of these is a tool call: they make no call-log row.
 """
 
 from __future__ import annotations
