@@ -45,8 +45,8 @@ model = "in-process"
 EXPECTED = [
     ("agent", "echo", "ok"),
     ("agent", "add", "ok"),
-    ("agent", "word_count", "ok"),
     ("agent", "write_note", "ok"),  # mcp_allow has write
+    ("agent", "word_count", "ok"),
     ("agent", "fail", "tool_error"),
 ]
 
