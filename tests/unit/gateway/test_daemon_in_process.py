@@ -116,9 +116,11 @@ def test_an_in_process_daemon_serves_its_harness_answers_the_control_socket_relo
 
     asyncio.run(scenario())
 
-    # unattributed: no upstream tools and no calls; the facade's read tools only
-    assert capsys.readouterr().out == f"inside: {len(FACADE_READ)} tools: {', '.join(FACADE_READ)}\n"
-    assert logged(db) == EXPECTED
+    # unattributed: no upstream tools (the facade's read tools only), and each try is refused and logged
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"inside: {len(FACADE_READ)} tools: {', '.join(FACADE_READ)}"
+    assert [line.split(" -> ")[1].split(":")[0] for line in out if " -> " in line] == ["refused"] * 2
+    assert logged(db) == [*EXPECTED, (None, "echo", "denied"), (None, "add", "denied")]
     assert children, "the daemon started an upstream and a harness"
     _gone, alive = psutil.wait_procs(children, timeout=10)
     for p in alive:
