@@ -221,6 +221,10 @@ class DownstreamSession:
             return
         self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, f"invalid request: {reason}"))
 
+    def refuse_oversized(self, reason: str) -> None:
+        """A message past the size limit, skipped unread: -32600 with a null id (its id was never read)."""
+        self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, f"invalid request: {reason}; it was skipped"))
+
     def _notification(self, method: str, params: Any) -> None:
         if method == "notifications/cancelled" and isinstance(params, dict):
             request_id = params.get("requestId")
