@@ -49,3 +49,18 @@ def test_a_17_mib_message_is_answered_as_invalid_and_the_next_call_is_served(ses
     assert "longer than 16777216 bytes" in refusal["error"]["message"]
     answer = session.request(2, "tools/call", _echo("after"), timeout=30)
     assert answer["result"]["content"][0]["text"] == "after"
+
+
+def test_a_2025_03_26_batch_gets_one_array_answer_once_its_upstream_call_is_answered(
+    session: RawSession,
+) -> None:
+    session.initialize("2025-03-26")
+    session.send(
+        b'[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up__echo","arguments":{"text":"b"}}},'
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"ping"}]\n'
+    )
+    answer = session.receive(timeout=30)
+    assert isinstance(answer, list)
+    by_id = {entry["id"]: entry for entry in answer}
+    assert sorted(by_id) == [1, 2] and by_id[1]["result"]["content"][0]["text"] == "b"
+    assert session.request(3, "ping") == {"jsonrpc": "2.0", "id": 3, "result": {}}

@@ -215,10 +215,34 @@ def test_m14_a_batch_is_served_in_2025_03_26_and_refused_after():
     session.handle(
         [{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
     )
-    assert [m["id"] for m in sent] == [1, 2] and all("result" in m for m in sent)
+    [answer] = sent
+    assert [m["id"] for m in answer] == [1, 2] and all("result" in m for m in answer)
     session, sent, _ = session_for(version="2025-06-18")
     session.handle([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])
     assert sent[0]["error"]["code"] == jsonrpc.INVALID_REQUEST
+
+
+def test_a_batch_is_answered_as_one_array_with_no_entry_for_its_notifications():
+    session, sent, _ = session_for(version="2025-03-26")
+    session.handle(
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "no/such"},
+            {"nonsense": True},
+        ]
+    )
+    [answer] = sent
+    assert sorted(str(m["id"]) for m in answer) == ["1", "2", "None"]
+    session.handle({"jsonrpc": "2.0", "id": 3, "method": "ping"})  # after the batch: one line again
+    assert sent[1] == {"jsonrpc": "2.0", "id": 3, "result": {}}
+
+
+def test_a_batch_of_only_notifications_gets_no_answer():
+    session, sent, _ = session_for(version="2025-03-26")
+    session.handle([{"jsonrpc": "2.0", "method": "notifications/initialized"}])
+    session.handle({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert sent == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
 
 
 # ---------------------------------------------------------------- M7 / m16: unknown names

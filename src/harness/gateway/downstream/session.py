@@ -30,6 +30,7 @@ from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.library.prompts import PromptLibrary
 from harness.gateway.upstream.link import UpstreamLink
 from harness.gateway.wire import jsonrpc
+from harness.gateway.wire.batch import BatchReplies
 from harness.gateway.wire.outbox import OUTBOX
 from harness.rules.access import NotPermitted
 from harness.rules.exposure import Route, ToolView, session_listing
@@ -147,6 +148,9 @@ class DownstreamSession:
         """Gateway tool calls in flight, by request id: True once the client cancelled it."""
         self._held: dict[Any, asyncio.Task[None]] = {}
         """Calls waiting for their upstream's first start (a ``shared = false`` instance)."""
+        self.answers_batches = True
+        """Whether a batch's answers go out as one array line (False: the transport assembles them)."""
+        self._batches: BatchReplies | None = None
 
     # ---------------------------------------------------------------- dispatch
 
@@ -197,16 +201,40 @@ class DownstreamSession:
             self.send(jsonrpc.error(request_id, jsonrpc.METHOD_NOT_FOUND, f"method not found: {method}"))
 
     def _batch(self, messages: list[Any]) -> None:
-        """A JSON-RPC batch (legal in 2025-03-26 only): each member handled as if sent alone, each
-        answer sent as it is ready (an empty batch is an invalid request)."""
+        """A JSON-RPC batch (legal in 2025-03-26 only): each member handled as if sent alone; the
+        answers go out as one array once all are in (an empty batch is an invalid request). While a
+        batch is open, the session's output passes through its :class:`BatchReplies`."""
         if not messages:
             self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "an empty batch"))
             return
-        for message in messages:
-            if isinstance(message, list):
-                self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "a batch inside a batch"))
-            else:
-                self.handle(message)
+        replies = self._batch_replies()
+        if replies is not None:
+            replies.begin(messages)
+        try:
+            for message in messages:
+                if isinstance(message, list):
+                    self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "a batch inside a batch"))
+                else:
+                    self.handle(message)
+        finally:
+            if replies is not None:
+                replies.handled()
+
+    def _batch_replies(self) -> BatchReplies | None:
+        """The open batches' collector, routing the output through it from now (None: the transport
+        assembles batch answers itself, as the HTTP endpoint does)."""
+        if not self.answers_batches:
+            return None
+        if self._batches is None:
+            wire = self.send
+
+            def idle() -> None:
+                self._batches = None
+                self.send = self.features.send = wire
+
+            self._batches = BatchReplies(wire, idle)
+            self.send = self.features.send = self._batches.route
+        return self._batches
 
     def refuse_unparsable(self, line: bytes, reason: str) -> None:
         """A line that is not strict JSON (NaN, Infinity, bad UTF-8, syntax): never forwarded. Answered
