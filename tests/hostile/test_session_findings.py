@@ -14,6 +14,7 @@ from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.evidence.redaction import redact_text, redacted_args
 from harness.gateway.wire import jsonrpc
 from harness.rules.exposure import EMPTY_VIEW, build_view
+from harness.rules.gateway_tools import GATEWAY_TOOL_TIERS
 from harness.rules.routing import UNATTRIBUTED
 from support import FACADE_READ
 
@@ -248,6 +249,9 @@ def test_a_batch_of_only_notifications_gets_no_answer():
 # ---------------------------------------------------------------- M7 / m16: unknown names
 
 
+OWN_NAMES = {*GATEWAY_TOOL_TIERS, "search_tools", "call_tool"}
+
+
 def _calls_labels() -> list[dict[str, str]]:
     from harness.gateway.evidence.metrics import REGISTRY
 
@@ -276,7 +280,19 @@ def test_m7_an_unknown_name_is_recorded_under_harness_never_as_a_made_up_upstrea
     assert all(r.outcome == "denied" for r in calls(events))
     labels = _calls_labels()
     assert {x["upstream"] for x in labels} - upstreams_before <= {"harness"}  # no made-up upstream
-    assert len({x["tool"] for x in labels if x["upstream"] == "harness"}) <= 101  # capped, + __other__
+    assert {x["tool"] for x in labels if x["upstream"] == "harness"} - OWN_NAMES <= {"__unknown__"}
+
+
+def test_unknown_names_share_one_unknown_series_and_never_push_a_gateway_tool_into_other():
+    session, _sent, _events = session_for()
+    for i in range(150):
+        params = {"name": f"junk{i}", "arguments": {}}
+        session.handle({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params})
+    params = {"name": "harness_describe", "arguments": {}}
+    session.handle({"jsonrpc": "2.0", "id": 999, "method": "tools/call", "params": params})
+    tools = {x["tool"] for x in _calls_labels() if x["upstream"] == "harness"}
+    assert "harness_describe" in tools and "__unknown__" in tools
+    assert not any(tool.startswith("junk") for tool in tools) and "__other__" not in tools
 
 
 def test_m16_a_refusal_to_an_unattributed_session_names_the_token_as_the_problem():
