@@ -601,7 +601,10 @@ class DownstreamSession:
             detail = "search_tools needs arguments {query: string, k: integer}"
             self._invalid(request_id, detail, SEARCH_TOOLS, arguments, started)
             return
-        k = max(1, min(SEARCH_K_MAX, k))
+        if not 1 <= k <= SEARCH_K_MAX:
+            detail = f"search_tools: 'k' must be an integer from 1 to {SEARCH_K_MAX}"
+            self._invalid(request_id, detail, SEARCH_TOOLS, arguments, started)
+            return
         view = self.view
 
         def done(hits: Any, error: BaseException | None) -> None:
