@@ -139,6 +139,29 @@ def test_m5_prefixed_env_style_names_and_the_other_misses_are_redacted(text):
     assert "RV-" not in redacted_args({"command": text})
 
 
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("curl -u admin:RV-20 https://api.example/x", "curl -u [REDACTED] https://api.example/x"),
+        ("curl -s --user admin:RV-21 https://h/x", "curl -s --user [REDACTED] https://h/x"),
+        ("curl --user=admin:RV-22 https://h/x", "curl --user=[REDACTED] https://h/x"),
+        ("Cookie: sid=RV-23", "Cookie: [REDACTED]"),
+        ("Set-Cookie: sid=RV-24; Path=/; HttpOnly", "Set-Cookie: [REDACTED]"),
+        ("sshpass -p RV-25 ssh bob@host", "sshpass -p [REDACTED] ssh bob@host"),
+        ("sshpass -p 'RV-26 with space' ssh h", "sshpass -p [REDACTED] ssh h"),
+        ("passphrase: correct RV-27 battery\nnext line", "[REDACTED]\nnext line"),
+    ],
+)
+def test_curl_user_cookie_headers_sshpass_and_multi_word_passphrases_are_redacted(text, kept):
+    assert redact_text(text) == kept
+    assert "RV-" not in redacted_args({"command": text})
+
+
+@pytest.mark.parametrize("text", ["cookie: chocolate chip", "curl https://h/x -o out", "sshpass -V"])
+def test_text_near_the_curl_cookie_and_sshpass_forms_is_kept(text):
+    assert redact_text(text) == text
+
+
 @pytest.mark.parametrize("key", ["pwd", "session", "DB_PASSWORD", "api_key", "X-Api-Key", "stripe_key"])
 def test_m5_values_under_secret_keys_are_redacted(key):
     assert "RV-" not in redacted_args({key: "RV-12", "nested": {key: ["RV-13"]}})
