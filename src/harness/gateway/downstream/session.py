@@ -139,6 +139,7 @@ class DownstreamSession:
         self.features = ServerFeatures(
             send=send,
             servers=lambda: self.view.servers,
+            prompt_allowed=self._allows_prompt,
             running=running or links,
             prompts=(lambda: own.prompts) if own is not None else None,
             subscriptions=subscriptions,
@@ -151,6 +152,10 @@ class DownstreamSession:
         self.answers_batches = True
         """Whether a batch's answers go out as one array line (False: the transport assembles them)."""
         self._batches: BatchReplies | None = None
+
+    def _allows_prompt(self, name: str) -> bool:
+        """Whether the session's current policy lets an upstream's prompt through."""
+        return self.view.allows_prompt(name)
 
     # ---------------------------------------------------------------- dispatch
 
