@@ -115,7 +115,7 @@ class HttpSession:
         ids = request_ids(messages)
         tokens: set[Any] = set()
         for m in messages:
-            if isinstance(m, dict) and m.get("id") in ids:
+            if isinstance(m, dict) and jsonrpc.is_id(m.get("id")) and m["id"] in ids:
                 meta = m.get("params", {}).get("_meta") if isinstance(m.get("params"), dict) else None
                 if isinstance(meta, dict) and jsonrpc.is_id(meta.get("progressToken")):
                     tokens.add(meta["progressToken"])
