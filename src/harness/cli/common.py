@@ -51,21 +51,21 @@ def globals_from(opts: dict[str, str | bool]) -> Globals:
     )
 
 
-def parse_since(text: str, now: datetime | None = None) -> datetime:
+def parse_since(text: str, now: datetime | None = None, option: str = "--since") -> datetime:
     """A duration back from now (``90s``, ``15m``, ``2h``, ``7d``; at most 100 years) or an ISO-8601
-    time, as UTC."""
+    time, as UTC (``option``: the option named in a usage error)."""
     now = now or datetime.now(UTC)
     try:
         return now - timedelta(seconds=parse_duration(text))
     except DurationOutOfRange as exc:
-        raise UsageError(f"--since {exc}") from None
+        raise UsageError(f"{option} {exc}") from None
     except ValueError:
         pass
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise UsageError(
-            f"--since {text!r}: expected a duration like 90s, 15m, 2h, 7d or an ISO-8601 time"
+            f"{option} {text!r}: expected a duration like 90s, 15m, 2h, 7d or an ISO-8601 time"
         ) from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
