@@ -44,7 +44,7 @@ def _tokens(daemon) -> dict[str, str]:
     return {name: env["HARNESS_MCP_TOKEN"] for name, env in daemon.harness_envs().items()}
 
 
-def _post(url: str, body: dict, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+def _post(url: str, body: dict | list, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
     request = urllib.request.Request(
         url,
         data=json.dumps(body).encode(),
@@ -168,3 +168,22 @@ def test_past_sixteen_sessions_of_a_token_the_least_recently_used_idle_one_makes
     assert _post(url, listing, {**bearer, "Mcp-Session-Id": opened[1]})[0] == 404
     for kept in [opened[0], *opened[2:], headers["Mcp-Session-Id"]]:
         assert _post(url, listing, {**bearer, "Mcp-Session-Id": kept})[0] == 200
+
+
+@pytest.mark.slow
+def test_a_2025_03_26_batch_over_http_gets_one_array_and_a_batch_of_notifications_gets_202(start_daemon):
+    port = free_port()
+    daemon = start_daemon(_config(port))
+    url = f"http://127.0.0.1:{port}/mcp"
+    bearer = {"Authorization": f"Bearer {_tokens(daemon)['a']}"}
+    old = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": "2025-03-26"}}
+    headers = {**bearer, "Mcp-Session-Id": _post(url, old, bearer)[1]["Mcp-Session-Id"]}
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    batch = [
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        note,
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    status, _, body = _post(url, batch, headers)
+    assert status == 200 and sorted(entry["id"] for entry in json.loads(body)) == [1, 2]
+    assert _post(url, [note], headers)[0] == 202

@@ -14,6 +14,7 @@ from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.evidence.redaction import redact_text, redacted_args
 from harness.gateway.wire import jsonrpc
 from harness.rules.exposure import EMPTY_VIEW, build_view
+from harness.rules.gateway_tools import GATEWAY_TOOL_TIERS
 from harness.rules.routing import UNATTRIBUTED
 from support import FACADE_READ
 
@@ -138,6 +139,29 @@ def test_m5_prefixed_env_style_names_and_the_other_misses_are_redacted(text):
     assert "RV-" not in redacted_args({"command": text})
 
 
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("curl -u admin:RV-20 https://api.example/x", "curl -u [REDACTED] https://api.example/x"),
+        ("curl -s --user admin:RV-21 https://h/x", "curl -s --user [REDACTED] https://h/x"),
+        ("curl --user=admin:RV-22 https://h/x", "curl --user=[REDACTED] https://h/x"),
+        ("Cookie: sid=RV-23", "Cookie: [REDACTED]"),
+        ("Set-Cookie: sid=RV-24; Path=/; HttpOnly", "Set-Cookie: [REDACTED]"),
+        ("sshpass -p RV-25 ssh bob@host", "sshpass -p [REDACTED] ssh bob@host"),
+        ("sshpass -p 'RV-26 with space' ssh h", "sshpass -p [REDACTED] ssh h"),
+        ("passphrase: correct RV-27 battery\nnext line", "[REDACTED]\nnext line"),
+    ],
+)
+def test_curl_user_cookie_headers_sshpass_and_multi_word_passphrases_are_redacted(text, kept):
+    assert redact_text(text) == kept
+    assert "RV-" not in redacted_args({"command": text})
+
+
+@pytest.mark.parametrize("text", ["cookie: chocolate chip", "curl https://h/x -o out", "sshpass -V"])
+def test_text_near_the_curl_cookie_and_sshpass_forms_is_kept(text):
+    assert redact_text(text) == text
+
+
 @pytest.mark.parametrize("key", ["pwd", "session", "DB_PASSWORD", "api_key", "X-Api-Key", "stripe_key"])
 def test_m5_values_under_secret_keys_are_redacted(key):
     assert "RV-" not in redacted_args({key: "RV-12", "nested": {key: ["RV-13"]}})
@@ -215,13 +239,40 @@ def test_m14_a_batch_is_served_in_2025_03_26_and_refused_after():
     session.handle(
         [{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
     )
-    assert [m["id"] for m in sent] == [1, 2] and all("result" in m for m in sent)
+    [answer] = sent
+    assert [m["id"] for m in answer] == [1, 2] and all("result" in m for m in answer)
     session, sent, _ = session_for(version="2025-06-18")
     session.handle([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])
     assert sent[0]["error"]["code"] == jsonrpc.INVALID_REQUEST
 
 
+def test_a_batch_is_answered_as_one_array_with_no_entry_for_its_notifications():
+    session, sent, _ = session_for(version="2025-03-26")
+    session.handle(
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "no/such"},
+            {"nonsense": True},
+        ]
+    )
+    [answer] = sent
+    assert sorted(str(m["id"]) for m in answer) == ["1", "2", "None"]
+    session.handle({"jsonrpc": "2.0", "id": 3, "method": "ping"})  # after the batch: one line again
+    assert sent[1] == {"jsonrpc": "2.0", "id": 3, "result": {}}
+
+
+def test_a_batch_of_only_notifications_gets_no_answer():
+    session, sent, _ = session_for(version="2025-03-26")
+    session.handle([{"jsonrpc": "2.0", "method": "notifications/initialized"}])
+    session.handle({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert sent == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
+
+
 # ---------------------------------------------------------------- M7 / m16: unknown names
+
+
+OWN_NAMES = {*GATEWAY_TOOL_TIERS, "search_tools", "call_tool"}
 
 
 def _calls_labels() -> list[dict[str, str]]:
@@ -252,7 +303,19 @@ def test_m7_an_unknown_name_is_recorded_under_harness_never_as_a_made_up_upstrea
     assert all(r.outcome == "denied" for r in calls(events))
     labels = _calls_labels()
     assert {x["upstream"] for x in labels} - upstreams_before <= {"harness"}  # no made-up upstream
-    assert len({x["tool"] for x in labels if x["upstream"] == "harness"}) <= 101  # capped, + __other__
+    assert {x["tool"] for x in labels if x["upstream"] == "harness"} - OWN_NAMES <= {"__unknown__"}
+
+
+def test_unknown_names_share_one_unknown_series_and_never_push_a_gateway_tool_into_other():
+    session, _sent, _events = session_for()
+    for i in range(150):
+        params = {"name": f"junk{i}", "arguments": {}}
+        session.handle({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params})
+    params = {"name": "harness_describe", "arguments": {}}
+    session.handle({"jsonrpc": "2.0", "id": 999, "method": "tools/call", "params": params})
+    tools = {x["tool"] for x in _calls_labels() if x["upstream"] == "harness"}
+    assert "harness_describe" in tools and "__unknown__" in tools
+    assert not any(tool.startswith("junk") for tool in tools) and "__other__" not in tools
 
 
 def test_m16_a_refusal_to_an_unattributed_session_names_the_token_as_the_problem():

@@ -318,7 +318,7 @@ def _cmd_replay(ns: argparse.Namespace, g: Globals) -> int:
 
     src = Path(ns.db).expanduser() if ns.db else g.paths.db
     since = parse_since(ns.since).timestamp() if ns.since else None
-    until = parse_since(ns.until).timestamp() if ns.until else None
+    until = parse_since(ns.until, option="--until").timestamp() if ns.until else None
     result = replay(src, Path(ns.to).expanduser(), since=since, until=until, harness=ns.harness)
     print(f"replayed {result.events} events into {ns.to} ({result.events_per_s:,.0f} events/s)")
     return 0

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from harness.config.durations import DurationOutOfRange, parse_duration
 from harness.gateway.state_dir import StatePaths, default_state_dir
 
 
@@ -54,27 +55,21 @@ def globals_from(opts: dict[str, str | bool]) -> Globals:
     )
 
 
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_since(text: str, now: datetime | None = None) -> datetime:
-    """A duration back from now (``90s``, ``15m``, ``2h``, ``7d``) or an ISO-8601 time, as UTC."""
+def parse_since(text: str, now: datetime | None = None, option: str = "--since") -> datetime:
+    """A duration back from now (``90s``, ``15m``, ``2h``, ``7d``; at most 100 years) or an ISO-8601
+    time, as UTC (``option``: the option named in a usage error)."""
     now = now or datetime.now(UTC)
-    for unit in ("ms", "s", "m", "h", "d"):
-        number = text.removesuffix(unit)
-        if number != text:
-            try:
-                value = float(number)
-            except ValueError:
-                break
-            if value < 0:
-                break
-            return now - timedelta(seconds=value * _UNITS[unit])
+    try:
+        return now - timedelta(seconds=parse_duration(text))
+    except DurationOutOfRange as exc:
+        raise UsageError(f"{option} {exc}") from None
+    except ValueError:
+        pass
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise UsageError(
-            f"--since {text!r}: expected a duration like 90s, 15m, 2h, 7d or an ISO-8601 time"
+            f"{option} {text!r}: expected a duration like 90s, 15m, 2h, 7d or an ISO-8601 time"
         ) from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -65,8 +65,16 @@ class ToolView:
     gateway: tuple[Mapping[str, Any], ...]
     listing_json: bytes
     servers: tuple[str, ...] = ()
-    """The NAMEs of the upstreams the policy exposes (whose prompts the session may list and get);
-    a session's links resolve a NAME to its project's upstream."""
+    """The NAMEs of the exposed upstreams whose prompts, resources, completions and log messages a
+    session may reach (:func:`reaches_features`); a session's links resolve a NAME to its project's
+    upstream."""
+    tool_globs: tuple[str, ...] = ()
+    deny_globs: tuple[str, ...] = ()
+    """The policy's ``tools`` and ``deny``: they narrow prompt names (``<upstream>__<prompt>``) too."""
+
+    def allows_prompt(self, name: str) -> bool:
+        """Whether an upstream's prompt, by its exposed name, is within the policy's tools/deny."""
+        return _matches(name, self.tool_globs, self.deny_globs)
 
     def resolve(self, name: str) -> Route | None:
         """The route of an exposed name, or of the unshortened ``<upstream>__<tool>`` form."""
@@ -87,6 +95,7 @@ def _view(
     listing: list[Mapping[str, Any]],
     gateway: tuple[Mapping[str, Any], ...] = (),
     servers: tuple[str, ...] = (),
+    globs: tuple[tuple[str, ...], tuple[str, ...]] = ((), ()),
 ) -> ToolView:
     listing_json = _encode([*listing, *gateway])
     return ToolView(
@@ -100,6 +109,8 @@ def _view(
         gateway=gateway,
         listing_json=listing_json,
         servers=servers,
+        tool_globs=globs[0],
+        deny_globs=globs[1],
     )
 
 
@@ -130,10 +141,23 @@ def trimmed(tool: Mapping[str, Any], limit: int) -> Mapping[str, Any]:
     return tool
 
 
-def _allowed(name: str, policy: PolicyConfig) -> bool:
-    if any(fnmatchcase(name, g) for g in policy.deny):
+def _matches(name: str, tools: Sequence[str], deny: Sequence[str]) -> bool:
+    if any(fnmatchcase(name, g) for g in deny):
         return False
-    return not policy.tools or any(fnmatchcase(name, g) for g in policy.tools)
+    return not tools or any(fnmatchcase(name, g) for g in tools)
+
+
+def _allowed(name: str, policy: PolicyConfig) -> bool:
+    return _matches(name, policy.tools, policy.deny)
+
+
+def reaches_features(policy: PolicyConfig, upstream: str, with_tools: Set[str], kept: Set[str]) -> bool:
+    """Whether a session of ``policy`` may reach the prompts, resources and completions of an
+    exposed upstream (by key; ``with_tools``: the upstreams that have tools, ``kept``: those the
+    policy leaves at least one tool of): when ``tools``/``deny`` leave it a tool, or, without a
+    ``tools`` allowlist, when it has no tools at all (a resource-only server). An allowlist names
+    everything a session gets; denying every tool of an upstream hides all of it."""
+    return upstream in kept or (not policy.tools and upstream not in with_tools)
 
 
 def _with_tier(annotations: Any, tier: Tier) -> dict[str, Any]:
@@ -202,9 +226,21 @@ def build_view(
     else:
         listing = list(LAZY_TOOLS)
     gateway = gateway_listing(read_only=read_only, skills=bool(config.mcp.skill_paths))
-    servers = tuple(u.name for u in reached)
+    with_tools = {r.upstream for r in all_routes.values()}
+    kept = {r.upstream for r in routes.values()}
+    servers = tuple(u.name for u in reached if reaches_features(policy, u.key, with_tools, kept))
     return _view(
-        policy.name, policy.exposure, policy.top_k, chars, routes, aliases, tools, listing, gateway, servers
+        policy.name,
+        policy.exposure,
+        policy.top_k,
+        chars,
+        routes,
+        aliases,
+        tools,
+        listing,
+        gateway,
+        servers,
+        (policy.tools, policy.deny),
     )
 
 

@@ -34,6 +34,20 @@ def test_since_accepts_durations_and_iso_times():
         parse_since("yesterday", now)
 
 
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [
+        (["calls"], "--since"),
+        (["replay", "--to", "out.db"], "--since"),
+        (["replay", "--to", "out.db"], "--until"),
+    ],
+)
+def test_a_since_past_100_years_is_a_one_line_usage_error_naming_the_maximum(tmp_path, command, option):
+    done = harness(*command, option, "99999999999d", "--state-dir", str(tmp_path / "none"))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert f"{option} '99999999999d' is longer than the longest duration accepted, 36500d" in done.stderr
+
+
 def test_calls_without_a_store_is_one_line_on_stderr_and_exit_1(tmp_path):
     done = harness("calls", "--state-dir", str(tmp_path / "none"))
     assert done.returncode == 1

@@ -28,3 +28,12 @@ def test_zero_is_a_duration():
 def test_a_malformed_duration_is_refused(text):
     with pytest.raises(ValueError, match="not a duration"):
         parse_duration(text)
+
+
+def test_a_duration_past_100_years_is_refused_with_the_maximum_and_100_years_is_accepted():
+    assert parse_duration("36500d") == 36500 * 86400.0
+    for text in ("36501d", "99999999999d", "9" * 400 + "ms"):
+        with pytest.raises(
+            ValueError, match=r"longer than the longest duration accepted, 36500d \(100 years\)"
+        ):
+            parse_duration(text)

@@ -10,6 +10,7 @@ import pytest
 from connection_support import FakeDoor, FakeTransport, connect, run
 
 from harness.gateway.downstream.connection import PreambleError, parse_preamble
+from harness.gateway.wire import jsonrpc
 
 PREAMBLE = b'{"harness_bridge": 1, "kind": "mcp", "token": ""}\n'
 
@@ -70,14 +71,28 @@ def test_a_preamble_line_itself_longer_than_4096_bytes_is_refused():
     assert closing and door.sessions == []
 
 
-def test_a_message_past_the_16_mib_limit_is_still_refused_after_the_preamble():
-    async def scenario() -> bytes:
+def test_a_message_past_the_16_mib_limit_is_answered_as_invalid_and_the_session_goes_on():
+    async def scenario() -> tuple[FakeDoor, FakeTransport]:
         door = FakeDoor()
         connection, transport = connect(door)
         connection.data_received(PREAMBLE + b"x" * ((16 << 20) + 1))
-        return transport.written
+        connection.data_received(b"y" * (1 << 20) + b'"}\n' + _big_initialize())
+        return door, transport
 
-    assert "longer than" in json.loads(run(scenario()).splitlines()[-1])["harness_error"]
+    door, transport = run(scenario())
+    refusal, answer = transport.lines()
+    assert refusal["id"] is None and refusal["error"]["code"] == -32600
+    assert "longer than 16777216 bytes" in refusal["error"]["message"]
+    assert answer["result"]["protocolVersion"] == "2025-11-25" and not transport.is_closing()
+    assert [m["method"] for m in door.messages] == ["initialize"]
+
+
+def test_a_line_past_the_limit_is_reported_once_and_never_buffered_whole():
+    lines = jsonrpc.LineBuffer(10)
+    assert lines.feed(b"12345678901") == [None]
+    assert lines.feed(b"x" * 1000) == ()
+    assert lines.feed(b'x\n{"a":1}\n0123456789012\n{') == [b'{"a":1}', None]
+    assert lines.feed(b"}\n") == [b"{}"]
 
 
 @pytest.mark.parametrize(

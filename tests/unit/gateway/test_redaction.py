@@ -57,24 +57,21 @@ def test_args_hash_is_sha256_of_the_canonical_json():
 
 
 def test_the_marker_pre_check_never_skips_text_a_pattern_would_redact():
-    from harness.gateway.evidence.redaction import (
-        _ASSIGNED_MARKERS,
-        _MARKERS,
-        _PATTERNS,
-        may_hold_secret,
-        redact_text,
-        secret_key,
-    )
+    from harness.gateway.evidence.redaction import _ASSIGNED_MARKERS, may_hold_secret, redact_text, secret_key
+    from harness.gateway.evidence.secret_patterns import MARKERS, PATTERNS
 
-    for markers, _pattern in _PATTERNS:
-        assert any(any(m in marker for m in _MARKERS) for marker in markers), markers
-    assert all(any(m in marker for m in _MARKERS) for marker in _ASSIGNED_MARKERS)
+    for pattern in PATTERNS:
+        assert any(any(m in marker for m in MARKERS) for marker in pattern.markers), pattern.markers
+    assert all(any(m in marker for m in MARKERS) for marker in _ASSIGNED_MARKERS)
     samples = [
         *SECRETS,
         "https://u:p@h/x",
         "password=x1",
         "Bearer abcdefghij",
         "-----BEGIN RSA PRIVATE KEY-----",
+        "curl -u a:b https://h",
+        "sshpass -p x ssh h",
+        "Cookie: sid=x",
     ]
     for text in samples:
         assert redact_text(text) != text, text

@@ -119,3 +119,20 @@ def test_a_shortened_name_resolves_under_its_unshortened_form_too():
     assert len(short) <= 50
     assert view.resolve("gitea__" + "x" * 60) == view.routes[short]
     assert view.routes[short].tool == "x" * 60
+
+
+def test_prompts_and_resources_follow_tools_and_deny_but_a_toolless_upstream_stays_without_an_allowlist():
+    config = Config(upstreams={"fs": upstream("fs"), "git": upstream("git"), "docs": upstream("docs")})
+    catalogs = {"fs": [{"name": "read"}, {"name": "write"}], "git": [{"name": "log"}], "docs": []}
+
+    def view(**narrowing):
+        policy = PolicyConfig(name="p", servers=("fs", "git", "docs"), **narrowing)
+        return build_view(policy, config, catalogs)
+
+    assert view().servers == ("fs", "git", "docs")
+    denied = view(deny=("git__*", "fs__write*", "fs__setup"))
+    assert denied.servers == ("fs", "docs")
+    assert not denied.allows_prompt("fs__setup") and denied.allows_prompt("fs__review")
+    listed = view(tools=("fs__read",))
+    assert listed.servers == ("fs",)
+    assert listed.allows_prompt("fs__read") and not listed.allows_prompt("fs__review")

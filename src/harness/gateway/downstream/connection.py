@@ -314,16 +314,18 @@ class BridgeConnection(asyncio.Protocol):
             self._pipes.close()
 
     def _received(self, data: bytes) -> None:
-        assert self._buffer is not None
-        try:
-            lines = self._buffer.feed(data)
-        except ValueError as exc:
-            self._abort(f"{exc}", "too long")
-            return
+        buffer = self._buffer
+        assert buffer is not None
         handle = self._handle
         assert handle is not None
         parse = jsonrpc.parse
-        for line in lines:
+        for line in buffer.feed(data):
+            if line is None:  # past the limit: the session answers and goes on; a control request ends
+                if self.session is None:
+                    self._abort(buffer.too_long(), "too long")
+                    return
+                self.session.refuse_oversized(buffer.too_long())
+                continue
             if not line.strip():  # blank and whitespace-only lines are not messages
                 continue
             try:

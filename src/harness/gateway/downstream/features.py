@@ -49,9 +49,12 @@ class ServerFeatures:
         prompts: Callable[[], PromptLibrary] | None,
         subscriptions: Subscriptions | None,
         log_relay: LogRelay | None,
+        prompt_allowed: Callable[[str], bool] = lambda _name: True,
     ) -> None:
         self.send = send
         self._servers = servers
+        self._prompt_allowed = prompt_allowed
+        """Whether the policy lets an upstream's prompt, by its exposed name, through."""
         self._running = running
         """An upstream's wire if it runs for this session now, never starting one (``shared = false``
         instances start on a tool call, not on a listing)."""
@@ -107,7 +110,9 @@ class ServerFeatures:
         elif method in PROMPT_METHODS:
             assert self._prompts is not None
             library = self._prompts()
-            work = prompt_proxy.answer(request_id, method, params, library, self._servers(), self._running)
+            work = prompt_proxy.answer(
+                request_id, method, params, library, self._servers(), self._running, self._prompt_allowed
+            )
             self._answer_later(request_id, method, work)
         else:
             assert self._resources is not None

@@ -48,7 +48,6 @@ from harness.gateway.downstream.http_wire import (
     Request,
     answers,
     drain,
-    json_array,
     next_line,
     read_request,
     respond,
@@ -57,6 +56,7 @@ from harness.gateway.downstream.http_wire import (
 )
 from harness.gateway.downstream.session import HANDSHAKE_VERSIONS, DownstreamSession
 from harness.gateway.wire import jsonrpc
+from harness.gateway.wire.batch import json_array, request_ids
 from harness.rules.routing import Identity
 
 log = logging.getLogger(__name__)
@@ -108,14 +108,14 @@ class HttpSession:
         self.standalone: asyncio.Queue[bytes | None] | None = None
         self.session = new_session(token, self.send)
         self.session.features.send_related = self.send_related
+        self.session.answers_batches = False  # each POST's exchange assembles its batch's answer
 
     def open_exchange(self, messages: list[Any]) -> _Exchange:
         """An exchange for the requests among ``messages``, registered before the session sees them."""
-        ids: set[Any] = set()
+        ids = request_ids(messages)
         tokens: set[Any] = set()
         for m in messages:
-            if isinstance(m, dict) and isinstance(m.get("method"), str) and jsonrpc.is_id(m.get("id")):
-                ids.add(m["id"])
+            if isinstance(m, dict) and jsonrpc.is_id(m.get("id")) and m["id"] in ids:
                 meta = m.get("params", {}).get("_meta") if isinstance(m.get("params"), dict) else None
                 if isinstance(meta, dict) and jsonrpc.is_id(meta.get("progressToken")):
                     tokens.add(meta["progressToken"])

@@ -183,7 +183,3 @@ def drain(queue: asyncio.Queue[bytes | None]) -> list[bytes]:
         if item is not None:
             out.append(item)
     return out
-
-
-def json_array(lines: list[bytes]) -> bytes:
-    return b"[" + b",".join(line.rstrip(b"\n") for line in lines) + b"]"

@@ -5,8 +5,10 @@ prompts (``harness__<name>``) and the prompts of the upstreams its policy expose
 A list asks every exposed upstream that declared ``prompts`` at its handshake, all pages, at the
 time of asking; an upstream that is down or fails is left out of that answer. A get or a completion
 goes to the one upstream its name belongs to, with the upstream's own name, and the upstream's reply
-(result or error) comes back unchanged. Completion of a resource reference (``ref/resource``) is not
-proxied. None of these is a tool call: they make no call-log row.
+(result or error) comes back unchanged. The policy's ``tools`` and ``deny`` globs apply to these
+names as to tools: a prompt they leave out is neither listed nor got nor completed (it answers as
+unknown). Completion of a resource reference (``ref/resource``) is not proxied. None of these is a
+tool call: they make no call-log row.
 """
 
 from __future__ import annotations
@@ -37,9 +39,13 @@ async def _upstream_prompts(link: UpstreamLink) -> list[dict[str, Any]]:
 
 
 async def list_prompts(
-    library: PromptLibrary, servers: Sequence[str], links: Callable[[str], UpstreamLink | None]
+    library: PromptLibrary,
+    servers: Sequence[str],
+    links: Callable[[str], UpstreamLink | None],
+    allowed: Callable[[str], bool] = lambda _name: True,
 ) -> dict[str, Any]:
-    """The merged ``prompts/list`` result."""
+    """The merged ``prompts/list`` result (an upstream's prompts whose exposed name ``allowed``
+    refuses are left out)."""
     serving = [(s, link) for s in servers if (link := _serving(links, s)) is not None]
     found = await asyncio.gather(*(_upstream_prompts(link) for _s, link in serving), return_exceptions=True)
     prompts = library.listed()
@@ -47,7 +53,8 @@ async def list_prompts(
         if isinstance(result, BaseException):
             log.warning("upstream %s: prompts/list failed: %s", server, result)
             continue
-        prompts += [{**p, "name": exposed_name(server, p["name"])} for p in result]
+        named = ({**p, "name": exposed_name(server, p["name"])} for p in result)
+        prompts += [p for p in named if allowed(p["name"])]
     return {"prompts": prompts}
 
 
@@ -73,11 +80,13 @@ async def answer(
     library: PromptLibrary,
     servers: Sequence[str],
     links: Callable[[str], UpstreamLink | None],
+    allowed: Callable[[str], bool] = lambda _name: True,
 ) -> bytes:
-    """The answer line to one ``prompts/*`` or ``completion/complete`` request."""
+    """The answer line to one ``prompts/*`` or ``completion/complete`` request (a prompt whose
+    exposed name ``allowed`` refuses is answered as unknown)."""
     params = params if isinstance(params, dict) else {}
     if method == "prompts/list":
-        return jsonrpc.result(request_id, await list_prompts(library, servers, links))
+        return jsonrpc.result(request_id, await list_prompts(library, servers, links, allowed))
     if method == "prompts/get":
         name = params.get("name")
         if isinstance(name, str) and name.startswith(PROMPT_PREFIX):
@@ -93,7 +102,7 @@ async def answer(
             return jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, detail)
         name = ref.get("name")
         forward = dict(params)
-    found = await _resolve(name, servers, links) if isinstance(name, str) else None
+    found = await _resolve(name, servers, links) if isinstance(name, str) and allowed(name) else None
     if found is None:
         return jsonrpc.error(
             request_id, jsonrpc.INVALID_PARAMS, f"no prompt named {name!r}; prompts/list shows them"

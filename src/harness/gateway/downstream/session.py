@@ -30,6 +30,7 @@ from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.library.prompts import PromptLibrary
 from harness.gateway.upstream.link import UpstreamLink
 from harness.gateway.wire import jsonrpc
+from harness.gateway.wire.batch import BatchReplies
 from harness.gateway.wire.outbox import OUTBOX
 from harness.rules.access import NotPermitted
 from harness.rules.exposure import Route, ToolView, session_listing
@@ -138,6 +139,7 @@ class DownstreamSession:
         self.features = ServerFeatures(
             send=send,
             servers=lambda: self.view.servers,
+            prompt_allowed=self._allows_prompt,
             running=running or links,
             prompts=(lambda: own.prompts) if own is not None else None,
             subscriptions=subscriptions,
@@ -147,6 +149,13 @@ class DownstreamSession:
         """Gateway tool calls in flight, by request id: True once the client cancelled it."""
         self._held: dict[Any, asyncio.Task[None]] = {}
         """Calls waiting for their upstream's first start (a ``shared = false`` instance)."""
+        self.answers_batches = True
+        """Whether a batch's answers go out as one array line (False: the transport assembles them)."""
+        self._batches: BatchReplies | None = None
+
+    def _allows_prompt(self, name: str) -> bool:
+        """Whether the session's current policy lets an upstream's prompt through."""
+        return self.view.allows_prompt(name)
 
     # ---------------------------------------------------------------- dispatch
 
@@ -197,16 +206,40 @@ class DownstreamSession:
             self.send(jsonrpc.error(request_id, jsonrpc.METHOD_NOT_FOUND, f"method not found: {method}"))
 
     def _batch(self, messages: list[Any]) -> None:
-        """A JSON-RPC batch (legal in 2025-03-26 only): each member handled as if sent alone, each
-        answer sent as it is ready (an empty batch is an invalid request)."""
+        """A JSON-RPC batch (legal in 2025-03-26 only): each member handled as if sent alone; the
+        answers go out as one array once all are in (an empty batch is an invalid request). While a
+        batch is open, the session's output passes through its :class:`BatchReplies`."""
         if not messages:
             self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "an empty batch"))
             return
-        for message in messages:
-            if isinstance(message, list):
-                self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "a batch inside a batch"))
-            else:
-                self.handle(message)
+        replies = self._batch_replies()
+        if replies is not None:
+            replies.begin(messages)
+        try:
+            for message in messages:
+                if isinstance(message, list):
+                    self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "a batch inside a batch"))
+                else:
+                    self.handle(message)
+        finally:
+            if replies is not None:
+                replies.handled()
+
+    def _batch_replies(self) -> BatchReplies | None:
+        """The open batches' collector, routing the output through it from now (None: the transport
+        assembles batch answers itself, as the HTTP endpoint does)."""
+        if not self.answers_batches:
+            return None
+        if self._batches is None:
+            wire = self.send
+
+            def idle() -> None:
+                self._batches = None
+                self.send = self.features.send = wire
+
+            self._batches = BatchReplies(wire, idle)
+            self.send = self.features.send = self._batches.route
+        return self._batches
 
     def refuse_unparsable(self, line: bytes, reason: str) -> None:
         """A line that is not strict JSON (NaN, Infinity, bad UTF-8, syntax): never forwarded. Answered
@@ -220,6 +253,10 @@ class DownstreamSession:
             self._invalid(request_id, reason, None, None, time.perf_counter())
             return
         self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, f"invalid request: {reason}"))
+
+    def refuse_oversized(self, reason: str) -> None:
+        """A message past the size limit, skipped unread: -32600 with a null id (its id was never read)."""
+        self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, f"invalid request: {reason}; it was skipped"))
 
     def _notification(self, method: str, params: Any) -> None:
         if method == "notifications/cancelled" and isinstance(params, dict):
@@ -569,7 +606,10 @@ class DownstreamSession:
             detail = "search_tools needs arguments {query: string, k: integer}"
             self._invalid(request_id, detail, SEARCH_TOOLS, arguments, started)
             return
-        k = max(1, min(SEARCH_K_MAX, k))
+        if not 1 <= k <= SEARCH_K_MAX:
+            detail = f"search_tools: 'k' must be an integer from 1 to {SEARCH_K_MAX}"
+            self._invalid(request_id, detail, SEARCH_TOOLS, arguments, started)
+            return
         view = self.view
 
         def done(hits: Any, error: BaseException | None) -> None:

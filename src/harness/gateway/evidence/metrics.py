@@ -18,6 +18,7 @@ from prometheus_client import (
 
 from harness.events import CircuitClosed, CircuitOpened, Event, UpstreamStateChanged
 from harness.gateway.evidence.call_metrics import CallSeries, CallSeriesCollector
+from harness.rules.gateway_tools import CALL_TOOL, GATEWAY_TOOL_TIERS, SEARCH_TOOLS
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -50,13 +51,22 @@ CIRCUIT_OPEN = Gauge(
 TOOL_LABELS_PER_UPSTREAM = 100
 """Distinct ``tool`` label values per upstream before the rest collapse into ``__other__``."""
 
+OWN_UPSTREAM = "harness"
+"""The ``upstream`` label of the gateway's own tools, and of calls naming a tool that does not exist."""
+UNKNOWN_TOOL = "__unknown__"
+"""The one ``tool`` label of every call naming no tool the gateway knows (never its own label)."""
+_OWN_TOOLS = frozenset({*GATEWAY_TOOL_TIERS, SEARCH_TOOLS, CALL_TOOL})
+
 _tool_labels: dict[str, set[str]] = {}
 """Per upstream label value, the tool labels given out so far: one cap for the whole registry."""
 
 
 def tool_label(upstream: str, tool: str) -> str:
-    """The ``tool`` label for a call: the tool's name while the upstream has fewer than
-    ``TOOL_LABELS_PER_UPSTREAM`` of them, else ``__other__`` (called on the loop only)."""
+    """The ``tool`` label for a call: under ``harness``, a gateway tool's name or ``__unknown__``;
+    elsewhere the tool's name while the upstream has fewer than ``TOOL_LABELS_PER_UPSTREAM`` of them,
+    else ``__other__`` (called on the loop only)."""
+    if upstream == OWN_UPSTREAM:
+        return tool if tool in _OWN_TOOLS else UNKNOWN_TOOL
     seen = _tool_labels.setdefault(upstream, set())
     if tool in seen:
         return tool

@@ -11,13 +11,8 @@ from harness.events import Event, ToolCallCompleted
 from harness.gateway.evidence.call_metrics import Count, Observations
 from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.evidence.metrics import CALL_SERIES, tool_label
-from harness.gateway.evidence.redaction import (
-    REDACTED,
-    canonical_json,
-    may_hold_secret,
-    redact_text,
-    redacted_args,
-)
+from harness.gateway.evidence.redaction import canonical_json, may_hold_secret, redact_text, redacted_args
+from harness.gateway.evidence.secret_patterns import REDACTED
 from harness.vocabulary import ArgsMode, Outcome, Tier
 
 

@@ -11,8 +11,9 @@ from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import unquote
 
+from harness.gateway.evidence.secret_patterns import MARKERS, PATTERNS, REDACTED
+
 ARGS_CAP_BYTES = 4096
-REDACTED = "[REDACTED]"
 
 _SECRET_KEY = re.compile(
     r"(?i)(password|passwd|passphrase|(^|[_-])pass($|[_-])|pwd|secret|token|api[_-]?key|apikey|"
@@ -48,50 +49,12 @@ Such text is found from its ``=``/``:`` (few in prose), NAME read backwards from
 replaced when :func:`secret_key` says NAME is a credential."""
 _SEPARATOR = re.compile(r"[=:]")
 _ASSIGNED_VALUE = re.compile(r"\s*(?:\"[^\"]*\"|'[^']*'|[^\s&,;\"'}]+)")
+"""After ``=``: a quoted value, or one word (``NAME=value`` in a shell line or a query string)."""
+_STATED_VALUE = re.compile(r"[ \t]*(?:\"[^\"]*\"|'[^']*'|[^\r\n\"']+)")
+"""After ``:``: a quoted value, or the rest of the line up to a quote (``passphrase: correct horse
+battery``, a header or a YAML line)."""
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
-_NOT_A_VALUE = (
-    r"(?:not|never|the|a|an|only|also|then|used|sent|stored|returned|exposed|required|optional|valid|"
-    r"invalid|expired|missing|set|provided|needed|passed|generated|created|given|being|empty|correct|"
-    r"wrong|incorrect|too|sensitive|encrypted|hashed|saved|available|weakly|removed|revoked|rotated)"
-)
-"""Words after "password is" / "the token was" that describe it rather than give it."""
-
-_I = re.IGNORECASE
-_PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
-    (
-        ("-----begin",),
-        re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"),
-    ),
-    (("akia",), re.compile(r"\bAKIA[0-9A-Z]{16}\b")),
-    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b")),
-    (("github_pat_",), re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}\b")),
-    (("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b")),
-    (("xox",), re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b")),
-    (("sk-",), re.compile(r"\bsk-(?:ant-)?[A-Za-z0-9_-]{20,}\b")),
-    (
-        ("sk_live_", "sk_test_", "rk_live_", "rk_test_"),
-        re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}\b"),
-    ),
-    (("aiza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    (("eyj",), re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b")),
-    (("bearer",), re.compile(r"\bbearer\s+[A-Za-z0-9._~+/=-]{8,}", _I)),
-    (("basic",), re.compile(r"\bbasic\s+(?=(?-i:[A-Za-z0-9+/]*[A-Z0-9+/]))[A-Za-z0-9+/]{8,}={0,2}", _I)),
-    # "my password is hunter2", "the token was abc"
-    (
-        ("password", "passphrase", "passwd", "token", "secret"),
-        re.compile(
-            rf"\b(?:password|passphrase|passwd|token|secret)\s+(?:is|was|=)\s+(?!{_NOT_A_VALUE}\b)\S+", _I
-        ),
-    ),
-    # mysql -pSECRET, mysqldump --password=SECRET (the option glued to its value)
-    (
-        ("mysql",),
-        re.compile(r"(?<=\s)-p(?!\s)\S+(?=.*\bmysql)|\bmysql(?:dump|admin)?\b[^\n]*?\s-p(?!\s)\S+", _I),
-    ),
-)
-"""Credential formats, each run only when its markers (lower-cased) occur in the text: a regex scan
-costs ~70 µs per 4 KiB, a substring test well under 1 µs. Vendor formats are case-sensitive."""
 _ASSIGNED_MARKERS = ("pass", "pwd", "secret", "token", "key", "credential")
 _URL_CREDENTIALS = re.compile(r"://[^/\s:@]+:[^/\s@]+@")
 
@@ -194,7 +157,7 @@ class _Scan(NamedTuple):
     """Which pattern groups can match, decided once from a whole text (the arguments' JSON)."""
 
     url: bool
-    patterns: tuple[re.Pattern[str], ...]
+    patterns: tuple[tuple[re.Pattern[str], str], ...]
     assignments: bool
     encoded_runs: frozenset[str] = frozenset()
     percent: bool = False
@@ -205,7 +168,7 @@ def _scan_for(text: str, encoded: tuple[frozenset[str], bool] | None = None) -> 
     runs, percent = encoded if encoded is not None else encoded_secrets(text)
     return _Scan(
         "://" in low,
-        tuple(pattern for markers, pattern in _PATTERNS if any(marker in low for marker in markers)),
+        tuple((pattern, by) for markers, pattern, by in PATTERNS if any(marker in low for marker in markers)),
         any(marker in low for marker in _ASSIGNED_MARKERS),
         runs,
         percent,
@@ -223,8 +186,8 @@ def redact_text(text: str, scan: _Scan | None = None) -> str:
             return redact_text(unquoted)  # scanned afresh: its markers were escaped
     if scan.url:
         text = _URL_CREDENTIALS.sub(f"://{REDACTED}@", text)
-    for pattern in scan.patterns:
-        text = pattern.sub(REDACTED, text)
+    for pattern, replacement in scan.patterns:
+        text = pattern.sub(replacement, text)
     if scan.assignments:
         text = _redact_assignments(text)
     return text
@@ -247,7 +210,7 @@ def _redact_assignments(text: str) -> str:
         name = text[start:end]
         if not _ASSIGNED_NAME.search(name) or not secret_key(name):
             continue
-        value = _ASSIGNED_VALUE.match(text, at + 1)
+        value = (_STATED_VALUE if text[at] == ":" else _ASSIGNED_VALUE).match(text, at + 1)
         if value is not None:
             out += (text[kept:start], REDACTED)
             kept = value.end()
@@ -282,38 +245,6 @@ def cap_utf8(text: str, limit: int = ARGS_CAP_BYTES) -> str:
     keep = limit - len(marker.encode())
     return raw[:keep].decode(errors="ignore") + marker
 
-
-_MARKERS = (
-    "://",
-    "-----begin",
-    "akia",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "glpat-",
-    "xox",
-    "sk-",
-    "k_live_",
-    "k_test_",
-    "aiza",
-    "eyj",
-    "bearer",
-    "pass",
-    "secret",
-    "token",
-    "key",
-    "pwd",
-    "session",
-    "mysql",
-    "basic",
-    "auth",
-    "credential",
-    "cookie",
-)
-"""Every pattern above matches only text holding one of these (lower-cased): a cheap pre-check."""
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False)
 _CANONICAL_C = (
@@ -350,7 +281,7 @@ def _trie_alternation(words: Sequence[str]) -> str:
     return "|".join(branches)
 
 
-_MARKER_SEARCH = re.compile(_trie_alternation(_MARKERS)).search
+_MARKER_SEARCH = re.compile(_trie_alternation(MARKERS)).search
 _SHORT_TEXT = 96
 """Up to this length one regex search for any marker is faster than a substring test per marker
 (~0.8 µs against ~3 µs at 22 characters); beyond it the substring tests win."""
@@ -361,7 +292,7 @@ def may_hold_secret(text: str) -> bool:
     low = text.lower()
     if len(low) <= _SHORT_TEXT:
         return _MARKER_SEARCH(low) is not None
-    return any(marker in low for marker in _MARKERS)
+    return any(marker in low for marker in MARKERS)
 
 
 class SecretFinder(Protocol):

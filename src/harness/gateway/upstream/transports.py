@@ -175,13 +175,12 @@ class StdioChild:
 
     def stdout_received(self, data: bytes) -> None:
         """Parse each complete line once and hand it on; garbage is logged and skipped."""
-        try:
-            lines = self._lines.feed(data)
-        except ValueError as exc:
-            self.log.write(f"[harness] protocol violation: {exc}; stopping the upstream\n".encode())
-            self.abort()
-            return
-        for line in lines:
+        for line in self._lines.feed(data):
+            if line is None:
+                reason = self._lines.too_long()
+                self.log.write(f"[harness] protocol violation: {reason}; stopping the upstream\n".encode())
+                self.abort()
+                return
             if not line.strip():
                 continue
             try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, Final
 
 import orjson
@@ -227,21 +228,38 @@ def notification(method: str, params: dict[str, Any] | None = None) -> bytes:
 
 
 class LineBuffer:
-    """Splits a byte stream into lines; refuses a line longer than ``limit`` bytes."""
+    """Splits a byte stream into lines. A line longer than ``limit`` bytes is never buffered whole: it
+    is reported once, as ``None`` in its place, and what follows of it is skipped up to its newline."""
 
-    __slots__ = ("_pending", "limit")
+    __slots__ = ("_pending", "_skipping", "limit")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._pending = b""
+        self._skipping = False
 
-    def feed(self, data: bytes) -> list[bytes]:
-        """Complete lines in ``data`` (without newlines); keeps the tail. ValueError past the limit."""
+    def feed(self, data: bytes) -> Sequence[bytes | None]:
+        """Complete lines in ``data`` (without newlines; ``None`` for one past the limit); keeps the tail."""
+        if self._skipping:
+            end = data.find(b"\n")
+            if end < 0:
+                return ()
+            self._skipping = False
+            data = data[end + 1 :]
         if self._pending:
             data = self._pending + data
         lines = data.split(b"\n")
-        self._pending = lines.pop()
-        if len(self._pending) > self.limit:
-            self._pending = b""
-            raise ValueError(f"a message longer than {self.limit} bytes")
-        return lines
+        tail = lines.pop()
+        out: Sequence[bytes | None] = lines
+        if len(data) > self.limit:
+            out = [None if len(line) > self.limit else line for line in lines]
+        if len(tail) > self.limit:
+            out = [*out, None]
+            self._skipping = True
+            tail = b""
+        self._pending = tail
+        return out
+
+    def too_long(self) -> str:
+        """What a ``None`` from :meth:`feed` means, in words."""
+        return f"a message longer than {self.limit} bytes"
