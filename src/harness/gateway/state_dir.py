@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import pwd
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,6 +56,30 @@ class StatePaths:
             object.__setattr__(self, attribute, self.root / name)
 
 
+def _user(uid: int) -> str:
+    """A uid's user name, else the number."""
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def check_owned(paths: StatePaths) -> None:
+    """Refuse a state dir, or a store or lock file in it, that another user owns (as ssh does):
+    that user could replace the socket (and capture bridge tokens), the logs or the store."""
+    me = os.geteuid()
+    for path in (paths.root, paths.db, paths.lock):
+        try:
+            uid = os.stat(path).st_uid
+        except FileNotFoundError:
+            continue
+        if uid != me:
+            raise StateDirError(
+                f"{path} is owned by {_user(uid)} (uid {uid}), not by {_user(me)} who runs the daemon: "
+                f"refused; `chown {_user(me)} {path}` or use another --state-dir"
+            )
+
+
 class DaemonLock:
     """An exclusive ``flock`` on the state dir's lock file, held for the daemon's life."""
 
@@ -63,9 +88,11 @@ class DaemonLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        """Create the state dir (0700), take the lock, and clean up a stale socket."""
+        """Create the state dir (0700; one we own is tightened to 0700, one another user owns is
+        refused), take the lock, and clean up a stale socket."""
         root = self._paths.root
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        check_owned(self._paths)
         os.chmod(root, 0o700)
         if len(os.fsencode(self._paths.socket)) > MAX_SOCKET_PATH:
             raise StateDirError(
