@@ -78,6 +78,7 @@ from harness.gateway.wire import jsonrpc
 from harness.rules.breaker import CLOSED
 from harness.rules.exposure import Route
 from harness.rules.routing import EMPTY_SNAPSHOT, RoutingSnapshot
+from harness.store import check_usable
 
 log = logging.getLogger("harness.daemon")
 
@@ -313,6 +314,7 @@ class Daemon:
                 "give --config FILE",
                 self.config_path or default_config_path(),
             )
+        await asyncio.to_thread(check_usable, self.paths.db)  # a damaged or newer store: one line
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop, sig.name)
