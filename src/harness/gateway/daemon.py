@@ -66,6 +66,7 @@ from harness.gateway.evidence.telemetry import TelemetryExport
 from harness.gateway.facade import GatewayTools, read_libraries
 from harness.gateway.harnesses.spawner import HarnessSpawner
 from harness.gateway.harnesses.subreaper import OrphanReaper, adopt_orphans
+from harness.gateway.harnesses.survivors import RunningRecord, stop_survivors
 from harness.gateway.processes import BoundedLog
 from harness.gateway.state_dir import DaemonLock, StatePaths
 from harness.gateway.store_reader import StoreReader
@@ -333,6 +334,10 @@ class Daemon:
                 config_files=tuple(map(str, self.config.files)),
             )
         )
+        running = RunningRecord(self.paths.running)  # a crashed daemon's harnesses: stopped first
+        for stopped in await asyncio.to_thread(stop_survivors, running):
+            log.warning("%s", stopped.line)
+            self.emit(stopped.event(time.time()))
         for up in self.config.upstreams.values():
             if up.shared:
                 self._new_upstream(up)
@@ -363,6 +368,7 @@ class Daemon:
             emit=self.emit,
             top_tools=self.reader.top_tools,
             respawn=lambda cfg: self._spawn(cfg, keep_history=True),
+            record=running,
         )
         for cfg in self.config.harnesses.values():
             if cfg.autostart:

@@ -30,6 +30,7 @@ _FILES = {
     "upstream_logs": "upstreams",
     "harness_logs": "harnesses",
     "clients": "clients",
+    "running": "running.json",
 }
 
 
@@ -50,6 +51,8 @@ class StatePaths:
     """Each harness's output, bounded."""
     clients: Path = field(init=False)
     """The client configurations adapters generate, one folder per harness."""
+    running: Path = field(init=False)
+    """The harnesses running now (pid, start time, run id), for the next daemon after a crash."""
 
     def __post_init__(self) -> None:
         for attribute, name in _FILES.items():
