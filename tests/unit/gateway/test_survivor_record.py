@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from harness.gateway.harnesses.deathsig import dying_with_daemon
-from harness.gateway.harnesses.survivors import RunningRecord, stop_survivors
+from harness.gateway.harnesses.survivors import RunningRecord, boot_id, stop_survivors
 from support import wait_until
 
 
@@ -102,3 +102,27 @@ def test_a_missing_program_fails_to_start_as_it_would_without_the_wrapper(tmp_pa
         dying_with_daemon(["no-such-agent-cli"], {"PATH": str(tmp_path)}, tmp_path)
     with pytest.raises(FileNotFoundError):
         dying_with_daemon(["./agent.sh"], dict(os.environ), Path(tmp_path))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "{",
+        "[]",
+        '{"boot_id": 1}',
+        '{"boot_id": "B", "harnesses": [{"name": "h", "pid": "x"}]}',
+    ],
+)
+def test_a_damaged_record_is_read_as_nothing_running(tmp_path, text):
+    record = RunningRecord(tmp_path / "running.json")
+    record.path.write_text(text.replace('"B"', json.dumps(boot_id())))
+    assert stop_survivors(record, grace=1) == []
+
+
+def test_a_record_with_a_start_time_that_is_not_a_number_signals_nothing(tmp_path, harness_like):
+    record = RunningRecord(tmp_path / "running.json")
+    entry = {"name": "h", "pid": harness_like.pid, "start": "soon", "run_id": "run-1"}
+    record.path.write_text(json.dumps({"boot_id": boot_id(), "harnesses": [entry]}))
+    assert stop_survivors(record, grace=1) == []
+    assert harness_like.poll() is None

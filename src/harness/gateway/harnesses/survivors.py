@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from harness.events import HarnessSurvivorStopped
+from harness.gateway.harnesses.subreaper import stat_fields
 
 log = logging.getLogger(__name__)
 
@@ -91,12 +92,10 @@ def boot_id() -> str:
 
 
 def _stat(pid: int) -> list[bytes] | None:
-    """The fields of ``/proc/PID/stat`` after the command name (state first); None if gone."""
     try:
-        raw = (PROC / str(pid) / "stat").read_bytes()
+        return stat_fields(pid, PROC)
     except OSError:
         return None
-    return raw[raw.rfind(b")") + 2 :].split()
 
 
 def start_time(pid: int) -> int | None:
@@ -148,7 +147,10 @@ class RunningRecord:
             data = json.loads(self.path.read_text())
             if data.get("boot_id") != self._boot:
                 return []
-            return [Recorded(**entry) for entry in data["harnesses"]]
+            return [
+                Recorded(str(e["name"]), int(e["pid"]), int(e["start"]), str(e["run_id"]))
+                for e in data["harnesses"]
+            ]
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return []
 
