@@ -42,7 +42,9 @@ def test_a_recorded_harness_still_running_is_stopped_with_its_session(tmp_path, 
     assert stopped.leader_alive and stopped.pids == (harness_like.pid, child.pid)
     assert harness_like.wait(10) == -15
     assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
-    assert "stopped a survivor of the previous daemon, pid" in stopped.line
+    assert (
+        f"stopped a survivor of the previous daemon, pid {harness_like.pid}, {child.pid} (run" in stopped.line
+    )
     assert json.loads((tmp_path / "running.json").read_text())["harnesses"] == []
 
 

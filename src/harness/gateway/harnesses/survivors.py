@@ -61,14 +61,11 @@ class Stopped:
     def line(self) -> str:
         """What the daemon says about it on stderr."""
         rec = self.harness
-        others = ", ".join(str(pid) for pid in self.pids if pid != rec.pid)
-        if not self.leader_alive:
-            return (
-                f"harness {rec.name}: stopped what the previous daemon's run {rec.run_id} "
-                f"(pid {rec.pid}, ended) left running: pid {others}"
-            )
-        text = f"harness {rec.name}: stopped a survivor of the previous daemon, pid {rec.pid}"
-        return text + (f" (and pid {others} of its session)" if others else "")
+        pids = ", ".join(str(pid) for pid in self.pids)
+        text = f"harness {rec.name}: stopped a survivor of the previous daemon, pid {pids}"
+        if self.leader_alive:
+            return text + f" (run {rec.run_id})"
+        return text + f" (left by run {rec.run_id}, whose harness process {rec.pid} had ended)"
 
     def event(self, ts: float) -> HarnessSurvivorStopped:
         """Its ``harness.survivor_stopped`` event."""
