@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -316,13 +317,12 @@ def _adapter_wiring(harness: HarnessConfig) -> str:
 def _resolve(argv0: str, workdir: Path, own: dict[str, str]) -> str | None:
     """Where the spawner's exec would find ``argv0``: on the PATH the harness gets, or, with a
     slash, relative to its workdir."""
-    from harness.gateway.harnesses.deathsig import resolve_program
     from harness.gateway.harnesses.spawner import harness_bin_dir
 
-    try:
-        return resolve_program(argv0, minimal_env(own, path_first=harness_bin_dir()), workdir)
-    except OSError:
-        return None
+    if "/" in argv0:
+        path = workdir / Path(argv0).expanduser()
+        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    return shutil.which(argv0, path=minimal_env(own, path_first=harness_bin_dir()).get("PATH", ""))
 
 
 def _endpoints(report: Report, paths: StatePaths, config: Config | None, *, running: bool) -> None:
