@@ -79,7 +79,7 @@ from harness.gateway.wire import jsonrpc
 from harness.rules.breaker import CLOSED
 from harness.rules.exposure import Route
 from harness.rules.routing import EMPTY_SNAPSHOT, RoutingSnapshot
-from harness.store import check_usable
+from harness.store.schema import check_usable
 
 log = logging.getLogger("harness.daemon")
 

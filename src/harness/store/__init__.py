@@ -14,7 +14,6 @@ from harness.store.log import (
 from harness.store.schema import (
     SCHEMA_VERSION,
     StoreError,
-    check_usable,
     open_for_writing,
     open_read_only,
     transaction,
@@ -27,7 +26,6 @@ __all__ = [
     "append",
     "append_raw",
     "append_values",
-    "check_usable",
     "envelopes_at",
     "envelopes_for",
     "event_values",

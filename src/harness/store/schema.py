@@ -63,22 +63,8 @@ class StoreError(Exception):
     """The store file is missing, not a Harness store, or of a schema this code does not understand."""
 
 
-def unreadable(path: Path, exc: apsw.Error) -> StoreError:
-    """The refusal of a store file SQLite cannot read (damaged, or not a database at all), with the
-    next step."""
-    detail = str(exc).split(": ", 1)[-1] or type(exc).__name__
-    return StoreError(
-        f"{path} is not a readable SQLite store ({detail}); it was left as it is: move it aside "
-        f"(the daemon then starts an empty store), or move it aside and `harness replay --db COPY "
-        f"--to {path}` from an intact copy"
-    )
-
-
 def _check_identity(conn: apsw.Connection, path: Path, accepted: frozenset[int]) -> int:
-    """The schema version of an initialised Harness store this code can use; 0 if the file is empty.
-
-    Also reads the log's newest position: a file damaged there (or in its schema) is refused here,
-    with the next step, rather than failing in whatever reads it first."""
+    """The schema version of an initialised Harness store this code can use; 0 if the file is empty."""
     try:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables:
@@ -88,7 +74,7 @@ def _check_identity(conn: apsw.Connection, path: Path, accepted: frozenset[int])
         meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM store_meta")}
         if meta.get("format") != STORE_FORMAT:
             raise StoreError(f"{path}: not a Harness store (format {meta.get('format')!r})")
-        if "events" in tables:
+        if "events" in tables:  # a file damaged at the log's newest page is refused here too
             conn.execute("SELECT max(position) FROM events").fetchall()
     except apsw.Error as exc:
         raise unreadable(path, exc) from None
@@ -100,6 +86,17 @@ def _check_identity(conn: apsw.Connection, path: Path, accepted: frozenset[int])
             "the log into a new store)"
         )
     return int(version)
+
+
+def unreadable(path: Path, exc: apsw.Error) -> StoreError:
+    """The refusal of a store file SQLite cannot read (damaged, or not a database at all), with the
+    next step."""
+    detail = str(exc).split(": ", 1)[-1] or type(exc).__name__
+    return StoreError(
+        f"{path} is not a readable SQLite store ({detail}); it was left as it is: move it aside "
+        f"(the daemon then starts an empty store), or move it aside and `harness replay --db COPY "
+        f"--to {path}` from an intact copy"
+    )
 
 
 def open_for_writing(path: Path) -> apsw.Connection:
