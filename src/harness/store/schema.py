@@ -173,7 +173,8 @@ def open_read_only(path: Path) -> apsw.Connection:
 
 def check_usable(path: Path) -> None:
     """Refuse (``StoreError``, one line with the next step) a store file the daemon could not use:
-    damaged, not a Harness store, or of another schema. Read-only: nothing is created or changed. A
-    missing or empty file passes (the writer initialises it)."""
+    damaged, not a Harness store, or of another schema. Read-only: the file is left as it is (SQLite
+    may add its empty ``-wal`` and ``-shm`` beside it). A missing or empty file passes (the writer
+    initialises it)."""
     if path.exists() and path.stat().st_size:
         open_read_only(path).close()

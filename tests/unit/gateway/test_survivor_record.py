@@ -128,3 +128,9 @@ def test_a_record_with_a_start_time_that_is_not_a_number_signals_nothing(tmp_pat
     record.path.write_text(json.dumps({"boot_id": boot_id(), "harnesses": [entry]}))
     assert stop_survivors(record, grace=1) == []
     assert harness_like.poll() is None
+
+
+def test_a_recorded_harness_that_is_an_ancestor_of_the_new_daemon_is_left_alone(tmp_path):
+    record = RunningRecord(tmp_path / "running.json")
+    record.add("h", os.getppid(), "run-1")  # a daemon started from inside that harness
+    assert stop_survivors(RunningRecord(record.path), grace=1) == []

@@ -171,14 +171,25 @@ def _carries_run(pid: int, run_id: str) -> bool:
     return f"HARNESS_RUN_ID={run_id}".encode() in environ.split(b"\0")
 
 
+def _lineage() -> set[int]:
+    """This process and its ancestors (a daemon started from inside a harness never stops itself
+    or what started it)."""
+    lineage, pid = set(), os.getpid()
+    while pid > 0 and pid not in lineage:
+        lineage.add(pid)
+        fields = _stat(pid)
+        pid = int(fields[1]) if fields is not None else 0
+    return lineage
+
+
 def survivors_of(rec: Recorded) -> tuple[list[tuple[int, int]], bool]:
     """(pid, start time) of each process of ``rec`` still running, leader first, and whether the
     leader is one of them."""
-    me = os.getpid()
-    leader = start_time(rec.pid) == rec.start and rec.pid != me
+    spared = _lineage()
+    leader = start_time(rec.pid) == rec.start and rec.pid not in spared
     found = [(rec.pid, rec.start)] if leader else []
     for pid, started in _session(rec.pid):
-        if pid in (rec.pid, me) or started < rec.start:
+        if pid == rec.pid or pid in spared or started < rec.start:
             continue
         if leader or _carries_run(pid, rec.run_id):
             found.append((pid, started))
