@@ -328,6 +328,7 @@ def _store(report: Report, paths: StatePaths, config: Config | None) -> None:
     from harness.projections import iso_ms
     from harness.reading import open_store
     from harness.store import StoreError
+    from harness.store.schema import unreadable
 
     days = config.mcp.call_log_days if config is not None else None
     report.store = {"path": str(paths.db), "call_log_days": days}
@@ -340,7 +341,10 @@ def _store(report: Report, paths: StatePaths, config: Config | None) -> None:
         with open_store(paths.db) as view:
             oldest, events = view.conn.execute("SELECT min(ts), count(*) FROM events").get
             calls = view.conn.execute("SELECT count(*) FROM call_log").get
-    except (StoreError, OSError, apsw.Error) as exc:
+    except apsw.Error as exc:  # damaged past what opening it reads
+        report.add("store", "problem", str(unreadable(paths.db, exc)))
+        return
+    except (StoreError, OSError) as exc:
         report.add("store", "problem", str(exc))
         return
     report.store |= {

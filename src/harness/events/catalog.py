@@ -164,6 +164,28 @@ class HarnessStateChanged(Event):
 
 
 @stored
+class HarnessSurvivorStopped(Event):
+    """At start, the daemon stopped a harness run that a previous daemon, killed without a clean
+    stop, had left running (so one workdir never has two agents)."""
+
+    STORED_NAME = "harness.survivor_stopped"
+    harness: str
+    """The harness name."""
+
+    run_id: str
+    """The previous daemon's run of it."""
+
+    pid: int
+    """The harness process the previous daemon started."""
+
+    leader_alive: bool
+    """Whether that process itself still ran (else only processes of its session did)."""
+
+    pids: tuple[int, ...]
+    """Every process stopped: the harness first if it still ran, then those of its session."""
+
+
+@stored
 class SessionOpened(Event):
     """A downstream MCP session connected; ``harness`` is the token's owner (None: unattributed)."""
 

@@ -66,6 +66,7 @@ from harness.gateway.evidence.telemetry import TelemetryExport
 from harness.gateway.facade import GatewayTools, read_libraries
 from harness.gateway.harnesses.spawner import HarnessSpawner
 from harness.gateway.harnesses.subreaper import OrphanReaper, adopt_orphans
+from harness.gateway.harnesses.survivors import RunningRecord, stop_survivors
 from harness.gateway.processes import BoundedLog
 from harness.gateway.state_dir import DaemonLock, StatePaths
 from harness.gateway.store_reader import StoreReader
@@ -78,6 +79,7 @@ from harness.gateway.wire import jsonrpc
 from harness.rules.breaker import CLOSED
 from harness.rules.exposure import Route
 from harness.rules.routing import EMPTY_SNAPSHOT, RoutingSnapshot
+from harness.store.schema import check_usable
 
 log = logging.getLogger("harness.daemon")
 
@@ -313,6 +315,7 @@ class Daemon:
                 "give --config FILE",
                 self.config_path or default_config_path(),
             )
+        await asyncio.to_thread(check_usable, self.paths.db)  # a damaged or newer store: one line
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop, sig.name)
@@ -331,6 +334,10 @@ class Daemon:
                 config_files=tuple(map(str, self.config.files)),
             )
         )
+        running = RunningRecord(self.paths.running)  # a crashed daemon's harnesses: stopped first
+        for stopped in await asyncio.to_thread(stop_survivors, running):
+            log.warning("%s", stopped.line)
+            self.emit(stopped.event(time.time()))
         for up in self.config.upstreams.values():
             if up.shared:
                 self._new_upstream(up)
@@ -361,6 +368,7 @@ class Daemon:
             emit=self.emit,
             top_tools=self.reader.top_tools,
             respawn=lambda cfg: self._spawn(cfg, keep_history=True),
+            record=running,
         )
         for cfg in self.config.harnesses.values():
             if cfg.autostart:

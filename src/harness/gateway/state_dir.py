@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import pwd
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +32,7 @@ _FILES = {
     "upstream_logs": "upstreams",
     "harness_logs": "harnesses",
     "clients": "clients",
+    "running": "running.json",
 }
 
 
@@ -51,10 +53,36 @@ class StatePaths:
     """Each harness's output, bounded."""
     clients: Path = field(init=False)
     """The client configurations adapters generate, one folder per harness."""
+    running: Path = field(init=False)
+    """The harnesses running now (pid, start time, run id), for the next daemon after a crash."""
 
     def __post_init__(self) -> None:
         for attribute, name in _FILES.items():
             object.__setattr__(self, attribute, self.root / name)
+
+
+def _user(uid: int) -> str:
+    """A uid's user name, else the number."""
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def check_owned(paths: StatePaths) -> None:
+    """Refuse a state dir, or a store or lock file in it, that another user owns (as ssh does):
+    that user could replace the socket (and capture bridge tokens), the logs or the store."""
+    me = os.geteuid()
+    for path in (paths.root, paths.db, paths.lock):
+        try:
+            uid = os.stat(path).st_uid
+        except FileNotFoundError:
+            continue
+        if uid != me:
+            raise StateDirError(
+                f"{path} is owned by {_user(uid)} (uid {uid}), not by {_user(me)} who runs the daemon: "
+                f"refused; `chown {_user(me)} {path}` or use another --state-dir"
+            )
 
 
 class DaemonLock:
@@ -65,9 +93,11 @@ class DaemonLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        """Create the state dir (0700), take the lock, and clean up a stale socket."""
+        """Create the state dir (0700; one we own is tightened to 0700, one another user owns is
+        refused), take the lock, and clean up a stale socket."""
         root = self._paths.root
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        check_owned(self._paths)
         os.chmod(root, 0o700)
         if len(os.fsencode(self._paths.socket)) > MAX_SOCKET_PATH:
             raise StateDirError(

@@ -71,22 +71,36 @@ def _check_identity(conn: apsw.Connection, path: Path, accepted: frozenset[int])
     """The schema version of an initialised Harness store this code can use; 0 if the file is empty."""
     try:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    except apsw.NotADBError as exc:
-        raise StoreError(f"{path}: not a SQLite database, so not a Harness store") from exc
-    if not tables:
-        return 0
-    if "store_meta" not in tables:
-        raise StoreError(f"{path}: not a Harness store (no store_meta table)")
-    meta: dict[str, str] = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM store_meta")}
-    if meta.get("format") != STORE_FORMAT:
-        raise StoreError(f"{path}: not a Harness store (format {meta.get('format')!r})")
-    version = int(meta.get("schema_version", "0"))
-    if version not in accepted:
+        if not tables:
+            return 0
+        if "store_meta" not in tables:
+            raise StoreError(f"{path}: not a Harness store (no store_meta table)")
+        meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM store_meta")}
+        if meta.get("format") != STORE_FORMAT:
+            raise StoreError(f"{path}: not a Harness store (format {meta.get('format')!r})")
+        if "events" in tables:  # a file damaged at the log's newest page is refused here too
+            conn.execute("SELECT max(position) FROM events").fetchall()
+    except apsw.Error as exc:
+        raise unreadable(path, exc) from None
+    version = meta.get("schema_version", "0")
+    if not version.isdigit() or int(version) not in accepted:
         raise StoreError(
-            f"{path}: store schema version {version}, this harness understands {SCHEMA_VERSION}; "
-            "use a matching harness release or replay the log into a new store"
+            f"{path}: store schema version {version}, this harness understands {SCHEMA_VERSION}; it was "
+            "left as it is: use a matching harness release (that release's `harness replay` can copy "
+            "the log into a new store)"
         )
-    return version
+    return int(version)
+
+
+def unreadable(path: Path, exc: apsw.Error) -> StoreError:
+    """The refusal of a store file SQLite cannot read (damaged, or not a database at all), with the
+    next step."""
+    detail = str(exc).split(": ", 1)[-1] or type(exc).__name__
+    return StoreError(
+        f"{path} is not a readable SQLite store ({detail}); it was left as it is: move it aside "
+        f"(the daemon then starts an empty store), or move it aside and `harness replay --db COPY "
+        f"--to {path}` from an intact copy"
+    )
 
 
 def open_for_writing(path: Path) -> apsw.Connection:
@@ -160,3 +174,12 @@ def open_read_only(path: Path) -> apsw.Connection:
         conn.close()
         raise StoreNotCreated(f"{path}: empty file, not a Harness store")
     return conn
+
+
+def check_usable(path: Path) -> None:
+    """Refuse (``StoreError``, one line with the next step) a store file the daemon could not use:
+    damaged, not a Harness store, or of another schema. Read-only: the file is left as it is (SQLite
+    may add its empty ``-wal`` and ``-shm`` beside it). A missing or empty file passes (the writer
+    initialises it)."""
+    if path.exists() and path.stat().st_size:
+        open_read_only(path).close()

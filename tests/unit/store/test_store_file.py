@@ -37,7 +37,7 @@ def test_a_sqlite_file_that_is_not_a_harness_store_is_refused(tmp_path):
 def test_a_file_that_is_not_sqlite_is_refused(tmp_path):
     path = tmp_path / "junk.db"
     path.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(StoreError, match="not a SQLite database"):
+    with pytest.raises(StoreError, match="not a readable SQLite store"):
         open_for_writing(path)
 
 

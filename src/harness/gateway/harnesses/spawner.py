@@ -22,7 +22,9 @@ from harness.config import Config, HarnessConfig, config_hash, parse_env_file
 from harness.events import Attribution, Event, HarnessExited, HarnessSpawned, HarnessStateChanged
 from harness.gateway.actor_bridge import ask
 from harness.gateway.harnesses.adapters import Spawn, wire
+from harness.gateway.harnesses.deathsig import dying_with_daemon
 from harness.gateway.harnesses.subreaper import child_groups
+from harness.gateway.harnesses.survivors import RunningRecord
 from harness.gateway.processes import BoundedLog, minimal_env, signal_group, stop_group
 from harness.rules.restarts import SupervisorState, exited, initialized
 from harness.rules.routing import Identity
@@ -107,8 +109,11 @@ class HarnessSpawner:
         emit: Callable[[Event], None],
         top_tools: Callable[[str, int], Awaitable[tuple[tuple[str, str], ...]]] | None = None,
         respawn: Callable[[HarnessConfig], Awaitable[object]] | None = None,
+        record: RunningRecord | None = None,
     ) -> None:
+        """``record`` keeps the running harnesses in the state dir, for a daemon after a crash."""
         self.config = config
+        self._record = record
         self._respawn = respawn or self.spawn
         self._top_tools = top_tools
         self._socket = socket_path.absolute()
@@ -202,7 +207,7 @@ class HarnessSpawner:
             wiring = wire(Spawn(cfg, self._bridge, self._clients_dir / cfg.name, env, workdir))
             transport, protocol = await loop.subprocess_exec(
                 lambda: _LoggedChild(log),
-                *wiring.argv,
+                *dying_with_daemon(wiring.argv, env, workdir),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -216,6 +221,8 @@ class HarnessSpawner:
             raise
         proc = HarnessProcess(cfg.name, run_id, transport.get_pid(), token, time.time(), protocol, transport)
         self.processes[cfg.name] = proc
+        if self._record is not None:
+            self._record.add(cfg.name, proc.pid, run_id)
         history = self._supervision.get(cfg.name, SupervisorState())
         self._supervision[cfg.name] = initialized(history, time.monotonic())
         self._emit(
@@ -244,6 +251,8 @@ class HarnessSpawner:
         )
         proc.transport.close()
         log.close()
+        if self._record is not None:
+            self._record.remove(proc.name, proc.pid)
         returncode = proc.transport.get_returncode()
         if proc.stop_requested or returncode == 0 or self.processes.get(proc.name) is not proc:
             return

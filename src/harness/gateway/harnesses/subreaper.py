@@ -58,7 +58,7 @@ def _children(pid: int, proc: Path) -> set[int]:
     return children
 
 
-def _stat(pid: int, proc: Path) -> list[bytes]:
+def stat_fields(pid: int, proc: Path = Path("/proc")) -> list[bytes]:
     """The fields of ``/proc/<pid>/stat`` after the command name: state, ppid, pgrp, session, …"""
     raw = (proc / str(pid) / "stat").read_bytes()
     return raw[raw.rfind(b")") + 2 :].split()
@@ -69,7 +69,7 @@ def zombie_children(pid: int, proc: Path = Path("/proc")) -> set[int]:
     zombies = set()
     for child in _children(pid, proc):
         with contextlib.suppress(OSError, IndexError):
-            if _stat(child, proc)[0] == b"Z":
+            if stat_fields(child, proc)[0] == b"Z":
                 zombies.add(child)
     return zombies
 
@@ -79,7 +79,7 @@ def child_groups(pid: int, proc: Path = Path("/proc")) -> set[int]:
     groups = set()
     for child in _children(pid, proc):
         with contextlib.suppress(OSError, IndexError, ValueError):
-            groups.add(int(_stat(child, proc)[2]))
+            groups.add(int(stat_fields(child, proc)[2]))
     return groups
 
 
@@ -87,7 +87,7 @@ def leads_session(pid: int, proc: Path = Path("/proc")) -> bool:
     """Whether ``pid`` leads a session of its own: every child the daemon starts does
     (``start_new_session``); an orphan it adopted, killed with its upstream's group, does not."""
     try:
-        return int(_stat(pid, proc)[3]) == pid
+        return int(stat_fields(pid, proc)[3]) == pid
     except (OSError, IndexError, ValueError):
         return False
 
@@ -101,7 +101,7 @@ def killed_children(pid: int, proc: Path = Path("/proc")) -> set[int]:
     killed = set()
     for child in _children(pid, proc):
         with contextlib.suppress(OSError, IndexError, ValueError):
-            fields = _stat(child, proc)
+            fields = stat_fields(child, proc)
             if fields[0] == b"Z" or int(fields[3]) == child:
                 continue
             for line in (proc / str(child) / "status").read_text().splitlines():
