@@ -30,7 +30,7 @@ def read_logs(g: Globals, name: str, lines: int) -> dict[str, Any]:
 def _from_files(g: Globals, name: str, lines: int) -> dict[str, Any]:
     from harness.gateway.control_plane import tail_lines
     from harness.gateway.evidence.known_secrets import KnownSecrets
-    from harness.gateway.evidence.redaction import REDACTED
+    from harness.gateway.evidence.secret_patterns import REDACTED
 
     config = load_config(g.config)
     if name in config.harnesses:
