@@ -22,6 +22,7 @@ from harness.actors.upstream import Exited, Initialized, Restarted, Stopped
 from harness.events import Event, ToolCatalogFetched, UpstreamExited, UpstreamStarted
 from harness.gateway.actor_bridge import ask, tell_then
 from harness.gateway.processes import BoundedLog
+from harness.gateway.upstream.catalogue import MAX_TOOLS, check_catalogue
 from harness.gateway.upstream.link import INIT_TIMEOUT_S, UpstreamLink
 from harness.gateway.upstream.transports import Connect, Transport
 from harness.rules.restarts import Decision
@@ -56,6 +57,9 @@ class SupervisedUpstream:
         self.server_info: dict[str, Any] = {}
         """``serverInfo`` of the last handshake: every catalogue event of this process carries it."""
         self.tools: list[dict[str, Any]] = []
+        """The catalogue as kept (:func:`~harness.gateway.upstream.catalogue.check_catalogue`)."""
+        self.catalogue_notes: tuple[str, ...] = ()
+        """What the last catalogue check dropped or mended, one line per tool (``harness doctor``)."""
         self.pid = 0
         self.first_attempt = link.first_attempt
         self._connect = connect
@@ -117,15 +121,22 @@ class SupervisedUpstream:
         await ask(self.supervisor, Initialized(self._clock()))  # up once its owner says so
 
     async def refresh_tools(self, init: dict[str, Any] | None = None) -> None:
-        """Fetch every page of ``tools/list`` and publish the catalogue when it changed."""
-        tools: list[dict[str, Any]] = []
+        """Fetch every page of ``tools/list`` (until past the cap), keep what an MCP client accepts,
+        log what was dropped or mended, and publish the catalogue when it changed."""
+        listed: list[Any] = []
         cursor: Any = None
         for _page in range(1000):
             page = await self.link.request("tools/list", {"cursor": cursor} if cursor else {})
-            tools.extend(t for t in page.get("tools", ()) if isinstance(t, dict))
+            tools_listed = page.get("tools", ())
+            listed.extend(tools_listed if isinstance(tools_listed, list) else ())
             cursor = page.get("nextCursor")
-            if not cursor:
+            if not cursor or len(listed) > MAX_TOOLS:
                 break
+        checked = check_catalogue(self.name, self.protocol_version, listed)
+        if checked.notes != self.catalogue_notes:
+            self._log.write("".join(f"[harness] {note}\n" for note in checked.notes).encode())
+        self.catalogue_notes = checked.notes
+        tools = checked.tools
         changed = tools != self.tools or init is not None
         self.tools = tools
         if changed:
