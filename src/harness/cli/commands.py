@@ -296,6 +296,8 @@ def _cmd_reload(ns: argparse.Namespace, g: Globals) -> int:
         f"reloaded; upstreams restarted or changed: {changed}; harnesses started: {started}; "
         f"harnesses stopped: {stopped}"
     )
+    for name, why in result.get("upstreams_not_up", {}).items():
+        print(f"upstream {name} is not up: {why} (`harness logs {name}` shows its output)")
     return 0
 
 
