@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 
 PAGE_BYTES = 1 << 20
 """The most bytes of tools one ``tools/list`` answer carries (a single larger tool is a page alone)."""
@@ -40,8 +41,10 @@ class ToolPages:
         return self.pages[index], following
 
 
+@lru_cache(maxsize=4)
 def paged(listing: bytes, limit: int = PAGE_BYTES) -> ToolPages:
-    """``listing`` (a JSON array of tools) in pages of at most ``limit`` bytes each."""
+    """``listing`` (a JSON array of tools) in pages of at most ``limit`` bytes each; the sessions of
+    one policy share a listing, so its pages are made once, not per session."""
     tag = hashlib.sha256(listing).hexdigest()[:12]
     if len(listing) <= limit:
         return ToolPages(listing, (listing,), tag)
