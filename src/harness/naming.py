@@ -11,6 +11,8 @@ MAX_EXPOSED_NAME = 50
 """64 (Anthropic/OpenAI tool-name limit) minus Claude Code's ``mcp__harness__`` prefix."""
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,50}$")
+_SHORTENED_SHAPE = re.compile(r"_[0-9a-f]{8}$")
+"""How every shortened name ends; a plain name that ends so is shortened too (see :func:`exposed_name`)."""
 _INVALID_CHAR = re.compile(r"[^A-Za-z0-9_-]")
 _NOT_IN_PROJECT_ID = re.compile(r"[^A-Za-z0-9._-]")
 PROJECT_MARK = "@"
@@ -43,12 +45,15 @@ def exposed_name(upstream: str, tool: str) -> str:
     are named alike in every project.
 
     Rule: invalid characters become ``_``, the result is cut to 41 characters and ``_`` plus the
-    first 8 hex digits of sha256("<upstream>\\0<tool>") are appended. Deterministic, ≤ 50 characters,
-    and distinct for distinct real names (up to the 32-bit hash).
+    first 8 hex digits of sha256("<upstream>\\0<tool>") are appended. A valid plain name that already
+    ends in ``_`` and 8 lowercase hex digits is shortened the same way, so a plain name never equals
+    another tool's shortened one (``del_ete_1ec454b0`` beside ``del.ete``). Deterministic,
+    ≤ 50 characters, and distinct for distinct real names up to the 32-bit hash (a collision of two
+    shortened names is settled per catalogue: :mod:`harness.gateway.upstream.catalogue`).
     """
     upstream = upstream_name(upstream)
     plain = f"{upstream}__{tool}"
-    if _VALID_NAME.match(plain):
+    if _VALID_NAME.match(plain) and not _SHORTENED_SHAPE.search(plain):
         return plain
     digest = hashlib.sha256(f"{upstream}\0{tool}".encode()).hexdigest()[:8]
     return f"{_INVALID_CHAR.sub('_', plain)[:41]}_{digest}"

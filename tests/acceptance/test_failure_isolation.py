@@ -287,7 +287,9 @@ def test_an_http_upstream_serves_calls_and_a_broken_one_degrades_only_its_own_to
         assert out["steps"][1]["result"]["content"][0]["text"] == "stdio"
         assert {"web__echo", "web__sleep", "local__echo"} <= set(out["tools"])
         assert not [t for t in out["tools"] if t.startswith(("resets__", "stalls__"))]
-        assert {("web", "up"), ("resets", "restarting"), ("stalls", "restarting")} <= set(states(daemon.db))
+        # ready waits a few seconds for handshakes, not the 30 s after which the stalled one gives up
+        wanted = {("web", "up"), ("resets", "restarting"), ("stalls", "restarting")}
+        wait_until(lambda: wanted <= set(states(daemon.db)), timeout=60, message="the stalled one restarting")
         assert daemon.proc.poll() is None
     finally:
         for proc in (ok, reset, stall):

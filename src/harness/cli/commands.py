@@ -338,6 +338,8 @@ def _cmd_reload(ns: argparse.Namespace, g: Globals) -> int:
         f"reloaded; upstreams restarted or changed: {changed}; harnesses started: {started}; "
         f"harnesses stopped: {stopped}"
     )
+    for name, why in result.get("upstreams_not_up", {}).items():
+        print(f"upstream {name} is not up: {why} (`harness logs {name}` shows its output)")
     return 0
 
 
@@ -351,6 +353,7 @@ def _cmd_tools(ns: argparse.Namespace, g: Globals) -> int:
 
 def _tools_search(ns: argparse.Namespace, g: Globals) -> int:
     from harness.cli.tools import harness_view
+    from harness.printable import printable
     from harness.reading import open_store
 
     query = " ".join(ns.query)
@@ -387,8 +390,8 @@ def _tools_search(ns: argparse.Namespace, g: Globals) -> int:
         print("no matching tools")
         return 0
     for h in hits:
-        first = h.description.strip().split("\n", 1)[0]
-        print(f"{h.name:<44} {first[:100]}")
+        first = printable(h.description).strip().split("\n", 1)[0]
+        print(f"{printable(h.name):<44} {first[:100]}")
     return 0
 
 

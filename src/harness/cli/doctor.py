@@ -148,6 +148,8 @@ def _daemon(report: Report, paths: StatePaths, config: Config | None) -> dict[st
     )
     upstreams: dict[str, dict[str, Any]] = status.get("upstreams", {})
     for name, u in upstreams.items():
+        for note in u.get("catalogue_notes", ()):
+            report.add("daemon", "note", f"upstream {name}: {note}")
         instances: dict[str, dict[str, Any]] = u.get("instances", {})
         if u["state"] == "unshared":  # shared = false: its running instances say how it is
             down = sorted(h for h, i in instances.items() if i["state"] != "up" or i["breaker"] != "closed")

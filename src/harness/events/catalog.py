@@ -50,7 +50,7 @@ class UpstreamStarted(Event):
 
 @stored
 class ToolCatalogFetched(Event):
-    """An upstream answered ``initialize`` and ``tools/list``; ``tools_json`` is the list as received."""
+    """An upstream answered ``initialize`` and ``tools/list``; ``tools_json`` is the list as kept."""
 
     STORED_NAME = "upstream.tool_catalog_fetched"
     upstream: str
@@ -66,7 +66,8 @@ class ToolCatalogFetched(Event):
     """`serverInfo.version` from `initialize`."""
 
     tools_json: str
-    """The `tools/list` array (all pages concatenated) as received, compact JSON text."""
+    """The `tools/list` array (all pages concatenated) as kept: tools an MCP client would refuse
+    dropped or mended, at most 2,000 (docs/call-log.md, "Tool names"); compact JSON text."""
 
     tool_count: int
     """Number of tools in `tools_json`."""

@@ -145,6 +145,7 @@ class ControlPlane:
             "in_flight": up.link.in_flight,
             "waiting": up.link.waiting,
             "breaker": up.link.gate.state.status,
+            "catalogue_notes": list(up.catalogue_notes),
         }
 
     def _unshared_row(self, name: str) -> dict[str, Any]:
@@ -160,6 +161,7 @@ class ControlPlane:
             "in_flight": sum(row["in_flight"] for row in rows.values()),
             "waiting": sum(row["waiting"] for row in rows.values()),
             "breaker": "-",
+            "catalogue_notes": sorted({n for row in rows.values() for n in row["catalogue_notes"]}),
             "instances": rows,
         }
 

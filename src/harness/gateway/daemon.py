@@ -10,10 +10,10 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pykka
 
 from harness import __version__
@@ -71,8 +71,8 @@ from harness.gateway.processes import BoundedLog
 from harness.gateway.state_dir import DaemonLock, StatePaths
 from harness.gateway.store_reader import StoreReader
 from harness.gateway.upstream.admission import BreakerGate
-from harness.gateway.upstream.link import INIT_TIMEOUT_S, UpstreamLink
-from harness.gateway.upstream.supervised import StopsUnderWay, SupervisedUpstream
+from harness.gateway.upstream.link import UpstreamLink
+from harness.gateway.upstream.supervised import StopsUnderWay, SupervisedUpstream, wait_first_attempts
 from harness.gateway.upstream.transports import connector
 from harness.gateway.upstream.unshared import UnsharedUpstreams
 from harness.gateway.wire import jsonrpc
@@ -341,15 +341,15 @@ class Daemon:
         for up in self.config.upstreams.values():
             if up.shared:
                 self._new_upstream(up)
-        async with anyio.create_task_group() as tg:
-            for upstream in self.upstreams.values():
-                tg.start_soon(upstream.start)
-            for up in self.config.upstreams.values():
-                if not up.shared:
-                    tg.start_soon(self._catalogue_unshared, up)
-        with anyio.move_on_after(INIT_TIMEOUT_S):
-            for upstream in self.upstreams.values():
-                await upstream.first_attempt.wait()
+        for upstream in self.upstreams.values():
+            upstream.begin()
+        probes = [
+            self._in_background(self._catalogue_unshared(up))
+            for up in self.config.upstreams.values()
+            if not up.shared
+        ]
+        for key, why in (await wait_first_attempts(list(self.upstreams.values()), probes)).items():
+            log.warning("upstream %s: %s; ready without it (its tools join when it answers)", key, why)
         # Barrier: the policy actor and the store (tool index) have every catalogue fetched so far.
         await ask(self._policy, Barrier())
         writer = self._writer
@@ -469,9 +469,14 @@ class Daemon:
     def _harness_exited(self, event: Event) -> None:
         """A harness's process ended: its ``shared = false`` instances stop."""
         assert isinstance(event, HarnessExited)
-        task = asyncio.get_running_loop().create_task(self.unshared.stop_harness(event.harness))
+        self._in_background(self.unshared.stop_harness(event.harness))
+
+    def _in_background(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """``work`` as a task the daemon's stop cancels."""
+        task = asyncio.get_running_loop().create_task(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task
 
     async def _stop_upstream(self, upstream: SupervisedUpstream) -> None:
         """Stop its process, then its actors."""
@@ -554,7 +559,7 @@ class Daemon:
             assert self._policy is not None and self._spawner is not None
             self._spawner.config = new
             await ask(self._policy, ApplyConfig(new))
-            changed = await self._reconcile_upstreams(old, new)
+            changed, not_up = await self._reconcile_upstreams(old, new)
             for name, cfg in new.harnesses.items():
                 if name not in old.harnesses and cfg.autostart:
                     await self._spawn(cfg)
@@ -570,9 +575,11 @@ class Daemon:
                     harnesses_stopped=tuple(gone),
                 )
             )
-            return {"upstreams_changed": changed, "harnesses_stopped": gone}
+            return {"upstreams_changed": changed, "upstreams_not_up": not_up, "harnesses_stopped": gone}
 
-    async def _reconcile_upstreams(self, old: Config, new: Config) -> list[str]:
+    async def _reconcile_upstreams(self, old: Config, new: Config) -> tuple[list[str], dict[str, str]]:
+        """Stop the upstreams removed or changed and start the added or changed ones; the changed
+        keys, and why each started one is not up after a short wait (:func:`wait_first_attempts`)."""
         names = old.upstreams.keys() | new.upstreams.keys()
         changed = sorted(n for n in names if old.upstreams.get(n) != new.upstreams.get(n))
         stopping = [self.upstreams.pop(n) for n in changed if n in self.upstreams]
@@ -580,13 +587,15 @@ class Daemon:
             *(self._stop_upstream(up) for up in stopping),
             *(self.unshared.stop_upstream(n) for n in changed),
         )
+        started, probes = [], []
         for name in changed:
             config = new.upstreams.get(name)
             if config is not None and config.shared:
-                await self._new_upstream(config).start()
+                started.append(upstream := self._new_upstream(config))
+                upstream.begin()
             elif config is not None:
-                await self._catalogue_unshared(config)
-        return changed
+                probes.append(self._in_background(self._catalogue_unshared(config)))
+        return changed, await wait_first_attempts(started, probes)
 
     def request_stop(self, reason: str = "requested") -> None:
         """Begin a clean stop."""

@@ -25,6 +25,17 @@ def test_every_value_is_escaped_so_a_hostile_name_cannot_script_the_page():
     assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
 
 
+def test_control_and_bidi_characters_from_an_upstream_never_reach_the_page():
+    calls = [
+        {"harness": "a", "upstream": "names", "tool": "esc\x1b]0;PWNED\x07\x1b[31mred", "outcome": "ok"},
+        {"harness": "a", "upstream": "names", "tool": "rtl\u202eelif_daer", "outcome": "ok"},
+    ]
+    page = render({**STATUS, "upstreams": {"ev\x1bil": STATUS["upstreams"]["up"]}}, calls, {}).decode()
+    assert "\x1b" not in page and "\x07" not in page and "\u202e" not in page
+    assert "names__esc]0;PWNED[31mred" in page and "names__rtlelif_daer" in page
+    assert 'data-upstream="evil"' in page
+
+
 def test_an_upstream_not_up_is_shown_down_with_its_state_and_the_page_reloads_itself():
     page = render(STATUS, [], {"": 812.0}).decode()
     assert "<meta http-equiv='refresh' content='1'>" in page

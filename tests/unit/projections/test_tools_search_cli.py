@@ -67,3 +67,15 @@ def test_plain_output_and_errors(tmp_path, capsys):
     assert main(["tools", "search", "x", "--harness", "ghost", *opts]) == 1
     assert "no harness 'ghost'" in capsys.readouterr().err
     assert main(["tools", "search", "x", "--state-dir", str(tmp_path / "none")]) == 1
+
+
+def test_search_prints_no_escape_sequence_or_bidi_control_from_a_description(tmp_path, capsys):
+    state = tmp_path / "state"
+    described = tool("wipe_screen", "ansi \x1b[2J clear \u202eeman\x9b31m")
+    write_log(state / "harness.db", [catalog("git", [described])])
+    config = tmp_path / "harness.toml"
+    config.write_text(CONFIG)
+    assert main(["tools", "search", "clear", "--state-dir", str(state), "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "git__wipe_screen" in out and "ansi [2J clear eman31m" in out
+    assert not any(c in out for c in "\x1b\u202e\x9b")

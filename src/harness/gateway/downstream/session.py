@@ -26,6 +26,7 @@ from harness.gateway.downstream.features import MISSING_CAPABILITY, ServerFeatur
 from harness.gateway.downstream.log_relay import LogRelay
 from harness.gateway.downstream.modern_era import ModernWire
 from harness.gateway.downstream.resource_proxy import Subscriptions
+from harness.gateway.downstream.tool_pages import StaleCursor, ToolPages, paged
 from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.library.prompts import PromptLibrary
 from harness.gateway.upstream.link import UpstreamLink
@@ -123,6 +124,8 @@ class DownstreamSession:
         self.identity = identity
         self.view = view
         self.listing = session_listing(view, identity.top_tools)
+        self._pages: ToolPages | None = None
+        """:attr:`listing` in pages, made at its first ``tools/list``."""
         self._known = known
         self._search = search
         self.protocol_version = ""
@@ -199,7 +202,7 @@ class DownstreamSession:
         elif method == "tools/call":
             self._call_tool(request_id, message)
         elif method == "tools/list":
-            self._list_tools(request_id)
+            self._list_tools(request_id, params)
         elif self.features.serves(method):
             self.features.handle(request_id, method, message.get("params"))
         else:
@@ -400,10 +403,20 @@ class DownstreamSession:
             detail = f"the agent's client called again without inputResponses[{modern_era.ELICITATION_KEY!r}]"
             entry.answer({"error": {"code": jsonrpc.INVALID_PARAMS, "message": detail}})
 
-    def _list_tools(self, request_id: Any) -> None:
-        head = jsonrpc.encode({"jsonrpc": "2.0", "id": request_id, "result": {"tools": []}})
+    def _list_tools(self, request_id: Any, params: Any) -> None:
+        if self._pages is None or self._pages.listing is not self.listing:
+            self._pages = paged(self.listing)
+        try:
+            tools, following = self._pages.page(params.get("cursor") if isinstance(params, dict) else None)
+        except StaleCursor as exc:
+            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, str(exc)))
+            return
+        result: dict[str, Any] = {"tools": []}
+        if following is not None:
+            result["nextCursor"] = following
+        head = jsonrpc.encode({"jsonrpc": "2.0", "id": request_id, "result": result})
         # Splice the pre-encoded tool array in place of the empty one.
-        self.send(head.replace(b'"tools":[]', b'"tools":' + self.listing, 1))
+        self.send(head.replace(b'"tools":[]', b'"tools":' + tools, 1))
 
     # ---------------------------------------------------------------- calls
 

@@ -11,6 +11,7 @@ from pathlib import PurePath
 from typing import Any
 
 from harness.config.approvals import unapproved_hint
+from harness.printable import printable
 
 REFRESH_S = 1
 RECENT_CALLS = 20
@@ -26,10 +27,11 @@ th{background:#f4f4f4}.num{text-align:right}
 
 
 def _row(cells: Iterable[tuple[Any, str]], attribute: str = "") -> str:
-    """One table row from (value, css class) pairs; every value escaped, None shown as ``-``."""
+    """One table row from (value, css class) pairs; every value printable and escaped, None shown as
+    ``-``."""
     out = []
     for value, css in cells:
-        shown = escape("-" if value is None or value == "" else str(value))
+        shown = escape(printable("-" if value is None or value == "" else str(value)))
         out.append(f'<td class="{css}">{shown}</td>' if css else f"<td>{shown}</td>")
     return f"<tr {attribute}>{''.join(out)}</tr>" if attribute else f"<tr>{''.join(out)}</tr>"
 
@@ -55,7 +57,7 @@ def _upstream_rows(upstreams: Mapping[str, Mapping[str, Any]]) -> list[str]:
             (u.get("waiting"), "num"),
             (u.get("project"), ""),
         ]
-        rows.append(_row(cells, f'data-upstream="{escape(name)}"'))
+        rows.append(_row(cells, f'data-upstream="{escape(printable(name))}"'))
     return rows
 
 
@@ -72,7 +74,7 @@ def _harness_rows(status: Mapping[str, Any], schema_bytes: Mapping[str, float]) 
             (sessions.get(name, 0), "num"),
             (None if size is None else f"{int(size):,}", "num"),
         ]
-        rows.append(_row(cells, f'data-harness="{escape(label)}"'))
+        rows.append(_row(cells, f'data-harness="{escape(printable(label))}"'))
     return rows
 
 

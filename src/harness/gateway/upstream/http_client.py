@@ -44,6 +44,8 @@ class HttpUpstream:
     def __init__(self, config: UpstreamConfig, on_message: OnMessage, on_closed: OnClosed) -> None:
         self.config = config
         self.url = str(config.url)
+        self.garbled = ""
+        """Why the last message that was not JSON was dropped ("" if none was)."""
         self._on_message = on_message
         self._on_closed = on_closed
         self._client: httpx2.AsyncClient | None = None
@@ -124,8 +126,9 @@ class HttpUpstream:
     def _deliver(self, data: str, request_id: Any) -> None:
         try:
             message = json.loads(data)
-        except ValueError:
+        except ValueError as exc:
             log.warning("upstream %s: dropped a message that is not JSON", self.config.name)
+            self.garbled = str(exc)
             return
         for one in message if isinstance(message, list) else (message,):
             if not isinstance(one, dict):

@@ -166,7 +166,11 @@ class UpstreamLink:
         """Send an internal request and wait for its result (RuntimeError on an error reply)."""
         reply = await self.ask(method, params, timeout)
         if "error" in reply:
-            raise RuntimeError(f"{method} failed: {reply['error']}")
+            error = reply["error"]
+            message = error.get("message") if isinstance(error, dict) else None
+            if isinstance(message, str) and message.startswith(jsonrpc.GARBLED):
+                raise RuntimeError(f"{method} {message}")  # the transport could not read the answer
+            raise RuntimeError(f"{method} failed: {error}")
         result = reply.get("result")
         if not isinstance(result, dict):
             raise RuntimeError(f"{method}: result is not an object")  # noqa: TRY004 - a protocol fault

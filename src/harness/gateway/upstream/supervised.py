@@ -12,7 +12,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 import pykka
@@ -22,6 +22,7 @@ from harness.actors.upstream import Exited, Initialized, Restarted, Stopped
 from harness.events import Event, ToolCatalogFetched, UpstreamExited, UpstreamStarted
 from harness.gateway.actor_bridge import ask, tell_then
 from harness.gateway.processes import BoundedLog
+from harness.gateway.upstream.catalogue import MAX_TOOLS, check_catalogue
 from harness.gateway.upstream.link import INIT_TIMEOUT_S, UpstreamLink
 from harness.gateway.upstream.transports import Connect, Transport
 from harness.rules.restarts import Decision
@@ -32,6 +33,10 @@ UPSTREAM_PROTOCOL_VERSION = "2025-11-25"
 """Upstream sessions are pinned to the handshake era (design.md §2)."""
 EXIT_REPORT_S = 2.0
 """How long a requested restart waits for the closed transport to report its exit."""
+FIRST_ANSWER_WAIT_S = 5.0
+"""How long ``ready`` and a reload wait for new upstreams' handshakes; a later one joins when it
+answers (its tools reach sessions through ``notifications/tools/list_changed``)."""
+NO_ANSWER_YET = "started, no answer to initialize yet"
 
 
 class SupervisedUpstream:
@@ -56,8 +61,13 @@ class SupervisedUpstream:
         self.server_info: dict[str, Any] = {}
         """``serverInfo`` of the last handshake: every catalogue event of this process carries it."""
         self.tools: list[dict[str, Any]] = []
+        """The catalogue as kept (:func:`~harness.gateway.upstream.catalogue.check_catalogue`)."""
+        self.catalogue_notes: tuple[str, ...] = ()
+        """What the last catalogue check dropped or mended, one line per tool (``harness doctor``)."""
         self.pid = 0
         self.first_attempt = link.first_attempt
+        self.failure = ""
+        """Why the last start failed (empty once a start succeeded)."""
         self._connect = connect
         self._publish = publish
         self._log = log_file
@@ -66,11 +76,17 @@ class SupervisedUpstream:
         self._restart: asyncio.TimerHandle | None = None
         self._stopping = False
         self._requested: str | None = None
+        self._asking = "initialize"
+        """The request of the gateway's own last sent (a timeout names it)."""
         self._ended = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         link.on_list_changed = self._list_changed
 
     # ---------------------------------------------------------------- start
+
+    def begin(self) -> None:
+        """:meth:`start` in the background (``first_attempt`` is set when it is over)."""
+        self._spawn(self.start())
 
     async def start(self) -> None:
         """Connect, run the handshake and fetch the catalogue; a failure counts as an exit."""
@@ -84,8 +100,10 @@ class SupervisedUpstream:
             command = self.config.argv[0] if self.config.argv else str(self.config.url)
             self._publish(UpstreamStarted(ts=time.time(), upstream=self.name, pid=self.pid, command=command))
             await self._handshake()
+            self.failure = ""
         except Exception as exc:  # any failure leaves the upstream down, never the daemon
-            reason = _describe(exc)
+            reason = _describe(exc, self._asking, transport.garbled)
+            self.failure = reason
             log.warning("upstream %s: start failed: %s", self.name, reason)
             self._log.write(f"[harness] start failed: {reason}\n".encode())
             if self._transport is transport:
@@ -96,6 +114,7 @@ class SupervisedUpstream:
             self.first_attempt.set()
 
     async def _handshake(self) -> None:
+        self._asking = "initialize"
         init = await self.link.request(
             "initialize",
             {
@@ -117,15 +136,23 @@ class SupervisedUpstream:
         await ask(self.supervisor, Initialized(self._clock()))  # up once its owner says so
 
     async def refresh_tools(self, init: dict[str, Any] | None = None) -> None:
-        """Fetch every page of ``tools/list`` and publish the catalogue when it changed."""
-        tools: list[dict[str, Any]] = []
+        """Fetch every page of ``tools/list`` (until past the cap), keep what an MCP client accepts,
+        log what was dropped or mended, and publish the catalogue when it changed."""
+        listed: list[Any] = []
         cursor: Any = None
         for _page in range(1000):
+            self._asking = "tools/list"
             page = await self.link.request("tools/list", {"cursor": cursor} if cursor else {})
-            tools.extend(t for t in page.get("tools", ()) if isinstance(t, dict))
+            tools_listed = page.get("tools", ())
+            listed.extend(tools_listed if isinstance(tools_listed, list) else ())
             cursor = page.get("nextCursor")
-            if not cursor:
+            if not cursor or len(listed) > MAX_TOOLS:
                 break
+        checked = check_catalogue(self.name, self.protocol_version, listed)
+        if checked.notes != self.catalogue_notes:
+            self._log.write("".join(f"[harness] {note}\n" for note in checked.notes).encode())
+        self.catalogue_notes = checked.notes
+        tools = checked.tools
         changed = tools != self.tools or init is not None
         self.tools = tools
         if changed:
@@ -224,13 +251,31 @@ class SupervisedUpstream:
         task.add_done_callback(self._tasks.discard)
 
 
-def _describe(exc: BaseException) -> str:
-    """A failure as one line: what went wrong, never an empty string."""
+def _describe(exc: BaseException, asking: str, garbled: str) -> str:
+    """A failure as one line: what went wrong, never an empty string. A timeout after a line the
+    transport could not read is that line's fault (``garbled``: why it was refused)."""
+    if isinstance(exc, TimeoutError) and garbled:
+        return f"{asking} answer was not valid JSON-RPC: {garbled}"
     if isinstance(exc, TimeoutError):
-        return f"no answer to the handshake within {INIT_TIMEOUT_S:g}s"
+        return f"no answer to {asking} within {INIT_TIMEOUT_S:g}s"
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc) or type(exc).__name__
+
+
+async def wait_first_attempts(
+    upstreams: Sequence[SupervisedUpstream], others: Iterable[asyncio.Future[Any]] = ()
+) -> dict[str, str]:
+    """Wait at most :data:`FIRST_ANSWER_WAIT_S` for each upstream's first start to end, and for
+    ``others`` (never cancelling any); by upstream key, why each is not up: it has not answered yet,
+    or its start failed."""
+    waits = [asyncio.ensure_future(up.first_attempt.wait()) for up in upstreams]
+    if pending := [*waits, *others]:
+        await asyncio.wait(pending, timeout=FIRST_ANSWER_WAIT_S)
+    for wait in waits:
+        wait.cancel()
+    late = {up.name: NO_ANSWER_YET for up in upstreams if not up.first_attempt.is_set()}
+    return late | {up.name: f"did not start: {up.failure}" for up in upstreams if up.failure}
 
 
 class StopsUnderWay:

@@ -50,6 +50,9 @@ class Transport(Protocol):
     """What a link needs of a connection to its upstream."""
 
     pid: int
+    garbled: str
+    """Why the last message that was not JSON-RPC was refused ("" if none was): a request that got
+    no answer names it rather than a timeout."""
 
     async def open(self) -> None:
         """Connect (spawn); raise on failure."""
@@ -126,6 +129,7 @@ class StdioChild:
         self.cwd = cwd
         self.log = log
         self.pid = 0
+        self.garbled = ""
         self._on_message = on_message
         self._on_closed = on_closed
         self._lines = jsonrpc.LineBuffer(MAX_LINE_BYTES)
@@ -185,11 +189,20 @@ class StdioChild:
                 continue
             try:
                 message = jsonrpc.parse(line)
-            except ValueError:
+            except ValueError as exc:
                 self.log.write(b"[harness] not JSON on stdout: " + line[:200] + b"\n")
+                self._refused(line, str(exc))
                 continue
             if isinstance(message, dict):
                 self._on_message(message)
+
+    def _refused(self, line: bytes, why: str) -> None:
+        """A line :func:`~harness.gateway.wire.jsonrpc.parse` refused: remembered, and when it
+        answers a request (a result holding ``NaN``, say) that request fails now, saying why."""
+        self.garbled = why
+        answered, method = jsonrpc.lenient_id(line)
+        if answered is not None and method is None:
+            self._on_message(jsonrpc.garbled_answer(answered, why))
 
     def stderr_received(self, data: bytes) -> None:
         """Log the child's stderr, keeping its tail for the exit reason."""

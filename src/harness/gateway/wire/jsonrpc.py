@@ -175,6 +175,15 @@ def lenient_id(line: bytes) -> tuple[Any, Any]:
     return request_id, message.get("method")
 
 
+GARBLED = "answer was not valid JSON-RPC: "
+"""How the error standing in for an upstream's unreadable answer begins."""
+
+
+def garbled_answer(request_id: Any, why: str) -> dict[str, Any]:
+    """The error response standing in for an answer to ``request_id`` that could not be read."""
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": PARSE_ERROR, "message": GARBLED + why}}
+
+
 def result(request_id: Any, value: dict[str, Any]) -> bytes:
     """A success response line."""
     return encode({"jsonrpc": "2.0", "id": request_id, "result": value})
