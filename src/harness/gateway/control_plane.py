@@ -1,8 +1,9 @@
 """The control plane: the handlers behind ``harness list``, ``status``, ``describe``, ``logs``,
 ``start``, ``stop``, ``restart`` and ``reload`` (and the facade tools, which call the same handlers).
 Each request carries its :class:`~harness.rules.access.Caller`; a command its tier does not allow is
-refused with ``not_permitted``. The daemon is reached through :class:`Fleet`, so this module does
-not import it."""
+refused with ``not_permitted``, and every answer holds only what the caller may see
+(:mod:`harness.rules.scope`), with the secret values the daemon holds for upstreams redacted. The
+daemon is reached through :class:`Fleet`, so this module does not import it."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ from typing import Any, Protocol
 from harness import __version__
 from harness.config import Config
 from harness.gateway.downstream.session import DownstreamSession
+from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.harnesses.spawner import HarnessSpawner
 from harness.gateway.state_dir import StatePaths
 from harness.gateway.upstream.supervised import SupervisedUpstream
 from harness.gateway.upstream.unshared import UnsharedUpstreams
-from harness.rules.access import Caller, check
+from harness.rules.access import OPERATOR, Caller, check
+from harness.rules.scope import listed, may_see_harness, may_see_upstream, sees_siblings, unseen
 
 DEFAULT_LOG_LINES = 50
 MAX_LOG_LINES = 10_000
@@ -63,6 +66,11 @@ class Fleet(Protocol):
         ...
 
     @property
+    def known(self) -> KnownSecrets:
+        """The secret values the daemon holds for upstreams (redacted from every answer)."""
+        ...
+
+    @property
     def spawner(self) -> HarnessSpawner | None:
         """Starts and stops harness processes (None before the daemon is ready)."""
         ...
@@ -76,7 +84,7 @@ class Fleet(Protocol):
         ...
 
 
-Handler = Callable[[dict[str, Any]], Awaitable[Any]]
+Handler = Callable[[dict[str, Any], Caller], Awaitable[Any]]
 
 
 class ControlPlane:
@@ -103,7 +111,7 @@ class ControlPlane:
         if handler is None:
             raise ValueError(f"unknown control command {command!r}")
         check(caller, command)
-        return await handler(args)
+        return self._fleet.known.scrub(await handler(args, caller))
 
     # ---------------------------------------------------------------- read
 
@@ -116,7 +124,7 @@ class ControlPlane:
     def _session_count(self, harness: str) -> int:
         return sum(1 for s in self._fleet.sessions if s.identity.harness == harness)
 
-    async def _list(self, _args: dict[str, Any]) -> list[dict[str, Any]]:
+    async def _list(self, _args: dict[str, Any], caller: Caller) -> list[dict[str, Any]]:
         fleet = self._fleet
         rows = []
         for name, cfg in sorted(fleet.config.harnesses.items()):
@@ -134,7 +142,7 @@ class ControlPlane:
                     "sessions": self._session_count(name),
                 }
             )
-        return rows
+        return listed(caller, rows)
 
     def _upstream_row(self, up: SupervisedUpstream) -> dict[str, Any]:
         return {
@@ -170,28 +178,35 @@ class ControlPlane:
         rows.update((n, self._unshared_row(n)) for n, c in fleet.config.upstreams.items() if not c.shared)
         return dict(sorted(rows.items()))
 
-    async def _status(self, _args: dict[str, Any]) -> dict[str, Any]:
+    async def _status(self, _args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """The daemon, its upstreams and harnesses: all for the operator; for a harness, itself (its
+        siblings too if it may drive them) and the upstreams its policy exposes."""
         fleet = self._fleet
+        names = [
+            n for n in sorted(fleet.config.harnesses) if sees_siblings(caller) or may_see_harness(caller, n)
+        ]
+        sessions = [s for s in fleet.sessions if caller.operator or s.identity.harness in names]
         return {
             "pid": os.getpid(),
             "version": __version__,
-            "upstreams": self._upstream_rows(),
-            "harnesses": {name: self._harness_state(name)[0] for name in sorted(fleet.config.harnesses)},
-            "sessions": sum(1 for _ in fleet.sessions),
-            "sessions_per_harness": dict(Counter(s.identity.harness or "" for s in fleet.sessions)),
-            "unapproved_projects": [str(file) for file in fleet.unapproved],
+            "upstreams": {k: row for k, row in self._upstream_rows().items() if may_see_upstream(caller, k)},
+            "harnesses": {name: self._harness_state(name)[0] for name in names},
+            "sessions": len(sessions),
+            "sessions_per_harness": dict(Counter(s.identity.harness or "" for s in sessions)),
+            "unapproved_projects": [str(file) for file in fleet.unapproved] if caller.operator else [],
         }
 
     async def status(self) -> dict[str, Any]:
-        """The ``status`` answer, for the daemon's own readers (the status page)."""
-        return await self._status({})
+        """The ``status`` answer as the operator sees it, redacted (for the status page)."""
+        return await self.answer("status", {}, OPERATOR)  # type: ignore[no-any-return]
 
-    async def _describe(self, args: dict[str, Any]) -> dict[str, Any]:
-        """A harness's table, state and sessions; else an upstream's state, breaker and tools."""
+    async def _describe(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """A harness's table, state and sessions; else an upstream's state, breaker and tools (each
+        only if the caller may see it)."""
         name = _name(args, "describe")
         fleet = self._fleet
         cfg = fleet.config.harnesses.get(name)
-        if cfg is not None:
+        if cfg is not None and may_see_harness(caller, name):
             state, proc = self._harness_state(name)
             policy = fleet.config.policy_for(name)
             workdir = cfg.workdir or (fleet.config.files[0].parent if fleet.config.files else None)
@@ -217,6 +232,8 @@ class ControlPlane:
                     if s.identity.harness == name
                 ],
             }
+        if not may_see_upstream(caller, name):
+            raise self._unknown(name, caller)
         up = fleet.upstreams.get(name)
         config = fleet.config.upstreams.get(name)
         if up is None and config is not None and not config.shared:
@@ -229,7 +246,7 @@ class ControlPlane:
                 **self._unshared_row(name),
             }
         if up is None:
-            raise self._unknown(name)
+            raise self._unknown(name, caller)
         config = up.config
         return {
             "kind": "upstream",
@@ -240,25 +257,26 @@ class ControlPlane:
             **self._upstream_row(up),
         }
 
-    async def _logs(self, args: dict[str, Any]) -> dict[str, Any]:
-        """The last lines of a harness's log (its stdout and stderr), else of an upstream's stderr."""
+    async def _logs(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """The last lines of a harness's log (its stdout and stderr), else of an upstream's stderr
+        (each only if the caller may see it)."""
         name = _name(args, "logs")
         count = args.get("lines", DEFAULT_LOG_LINES)
         if type(count) is not int or not 1 <= count <= MAX_LOG_LINES:
             raise ValueError(f"logs: lines must be an integer from 1 to {MAX_LOG_LINES}")
         fleet = self._fleet
-        if name in fleet.config.harnesses:
+        if name in fleet.config.harnesses and may_see_harness(caller, name):
             kind, path = "harness", fleet.paths.harness_logs / f"{name}.log"
-        elif name in fleet.upstreams:
+        elif name in fleet.upstreams and may_see_upstream(caller, name):
             kind, path = "upstream", fleet.paths.upstream_logs / f"{name}.log"
         else:
-            raise self._unknown(name)
+            raise self._unknown(name, caller)
         lines = await asyncio.to_thread(tail_lines, path, count)
         return {"name": name, "kind": kind, "path": str(path), "lines": lines}
 
     # ---------------------------------------------------------------- write
 
-    async def _restart(self, args: dict[str, Any]) -> dict[str, Any]:
+    async def _restart(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """Restart a harness (stop, spawn with a fresh token) or an upstream (stdin closed, SIGTERM,
         SIGKILL as at shutdown; its restart history forgotten; not counted as a crash)."""
         name = _name(args, "restart")
@@ -269,6 +287,8 @@ class ControlPlane:
                 await fleet.restart_harness(name)
             proc = spawner.processes.get(name)
             return {"restarted": name, "kind": "harness", "pid": proc.pid if proc else None}
+        if not may_see_upstream(caller, name):
+            raise self._unknown(name, caller)
         upstream = fleet.upstreams.get(name)
         instances = fleet.unshared.of(name)
         if upstream is None and instances:
@@ -276,32 +296,39 @@ class ControlPlane:
                 await asyncio.gather(*(up.restart("restart requested") for up in instances.values()))
             return {"restarted": name, "kind": "upstream", "instances": sorted(instances)}
         if upstream is None:
-            raise self._unknown(name)
+            raise self._unknown(name, caller)
         async with self._lifecycle[f"upstream:{name}"]:
             await upstream.restart("restart requested")
         return {"restarted": name, "kind": "upstream", "pid": upstream.pid or None}
 
-    def _unknown(self, name: str) -> ValueError:
-        """No harness or upstream key ``name``; a project upstream's NAME gets its keys as a hint."""
-        keys = sorted(k for k, up in self._fleet.config.upstreams.items() if up.project and up.name == name)
+    def _unknown(self, name: str, caller: Caller) -> ValueError:
+        """No harness or upstream key ``name`` the caller may see; a project upstream's NAME gets
+        its keys (those the caller may see) as a hint."""
+        keys = sorted(
+            k
+            for k, up in self._fleet.config.upstreams.items()
+            if up.project and up.name == name and may_see_upstream(caller, k)
+        )
         hint = f" (project upstreams go by key: {', '.join(keys)})" if keys else ""
-        return ValueError(f"no harness or upstream named {name!r}{hint}")
+        if caller.operator:
+            return ValueError(f"no harness or upstream named {name!r}{hint}")
+        return ValueError(unseen(name) + hint)
 
-    def _harness_config(self, name: str, command: str) -> Any:
+    def _harness_config(self, name: str, command: str, caller: Caller) -> Any:
         cfg = self._fleet.config.harnesses.get(name)
         if cfg is None:
             hint = (
                 f" ({name!r} is an upstream: use `harness restart {name}`)"
-                if name in self._fleet.upstreams
+                if name in self._fleet.upstreams and may_see_upstream(caller, name)
                 else ""
             )
             raise ValueError(f"{command}: no harness named {name!r}{hint}")
         return cfg
 
-    async def _stop(self, args: dict[str, Any]) -> dict[str, Any]:
+    async def _stop(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """Stop a running harness; it stays stopped until start, restart or the next daemon start."""
         name = _name(args, "stop")
-        self._harness_config(name, "stop")
+        self._harness_config(name, "stop", caller)
         spawner = _ready(self._fleet.spawner)
         async with self._lifecycle[name]:
             proc = spawner.processes.get(name)
@@ -311,10 +338,10 @@ class ControlPlane:
             await spawner.stop([name])
         return {"stopped": name, "pid": proc.pid, "returncode": proc.returncode, "was": state}
 
-    async def _start(self, args: dict[str, Any]) -> dict[str, Any]:
+    async def _start(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """Start a harness that is not running, with a fresh token and run id."""
         name = _name(args, "start")
-        cfg = self._harness_config(name, "start")
+        cfg = self._harness_config(name, "start", caller)
         spawner = _ready(self._fleet.spawner)
         async with self._lifecycle[name]:
             proc = spawner.processes.get(name)
@@ -330,7 +357,7 @@ class ControlPlane:
 
     # ---------------------------------------------------------------- operator
 
-    async def _reload(self, _args: dict[str, Any]) -> dict[str, Any]:
+    async def _reload(self, _args: dict[str, Any], _caller: Caller) -> dict[str, Any]:
         spawner = self._fleet.spawner
         before = {n: p.run_id for n, p in (spawner.processes.items() if spawner else ())}
         result = dict(await self._fleet.reload())

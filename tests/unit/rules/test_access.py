@@ -67,8 +67,15 @@ def test_reload_is_the_operators_alone_even_for_a_harness_allowed_write():
 
 
 @pytest.mark.parametrize("command", ["list", "status", "describe", "logs"])
-def test_read_commands_are_open_to_read_callers(command):
-    check(control_caller(IN_DAEMON, None, TOKENS), command)
+def test_read_commands_are_open_to_a_harness_allowed_read(command):
+    check(control_caller(IN_READER, None, TOKENS), command)
+
+
+@pytest.mark.parametrize("command", ["list", "status", "describe", "logs"])
+@pytest.mark.parametrize(("origin", "token"), [(IN_DAEMON, None), (UNKNOWN, None), (OUTSIDE, "tok-gone")])
+def test_a_caller_with_no_harness_identity_may_run_no_command_not_even_a_read(origin, token, command):
+    with pytest.raises(NotPermitted, match=rf"^not_permitted: `{command}` .* has no harness identity$"):
+        check(control_caller(origin, token, TOKENS), command)
 
 
 def test_a_harness_allowed_nothing_may_not_even_list():
