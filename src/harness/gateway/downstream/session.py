@@ -36,7 +36,6 @@ from harness.rules.exposure import Route, ToolView, session_listing
 from harness.rules.gateway_tools import (
     CALL_TOOL,
     GATEWAY_TOOL_TIERS,
-    HARNESS_TOOLS,
     SEARCH_K_DEFAULT,
     SEARCH_K_MAX,
     SEARCH_TOOLS,
@@ -516,8 +515,7 @@ class DownstreamSession:
         if self._own is None:
             self._refuse(request_id, "unknown_tool", name, None, arguments, started)
             return
-        unattributed = self.identity.harness is None and name in HARNESS_TOOLS
-        if unattributed or (route.tier == "write" and "write" not in self.identity.allow):
+        if route.tier == "write" and "write" not in self.identity.allow:
             self._refuse(request_id, "not_permitted", name, route, arguments, started)
             return
         if len(self._own_calls) >= MAX_OWN_CALLS:
