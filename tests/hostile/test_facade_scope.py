@@ -28,10 +28,12 @@ HIDDEN = "no harness or upstream named {!r} that this session may see"
 
 
 def _agent(dump: Path, go: Path, result: Path, config: Path, state: Path) -> list[str]:
-    """A harness that writes its environment, then (once ``go`` exists) runs ``harness describe`` and
-    ``harness logs`` of the hidden upstream and ``describe`` of its own from inside its own tree."""
+    """A harness that prints the secret it read (its output is its log), writes its environment,
+    then (once ``go`` exists) runs ``harness describe`` and ``harness logs`` of the hidden upstream
+    and ``describe`` of its own from inside its own tree."""
     code = f"""
 import json, os, subprocess, sys, time
+print("agent saw", open({str(dump.with_name("leaky.env"))!r}).read().split("=", 1)[1].strip(), flush=True)
 open({str(dump)!r}, "w").write(json.dumps(dict(os.environ)))
 deadline = time.monotonic() + 120
 while not os.path.exists({str(go)!r}) and time.monotonic() < deadline:
@@ -136,7 +138,8 @@ def test_a_narrow_harness_reads_only_itself_and_the_upstreams_its_policy_exposes
         assert narrow.call(tool, name=name) == (False, HIDDEN.format(name)), (tool, name)
     for name in ("writer", "nobody"):  # a sibling reads as one that does not exist
         assert narrow.call("harness_describe", name=name) == (False, HIDDEN.format(name))
-    assert narrow.call("harness_logs", name="up")[0] and narrow.call("harness_logs", name="narrow")[0]
+    assert narrow.call("harness_logs", name="up")[0]
+    assert "agent saw [REDACTED]" in wait_for(lambda: narrow.call("harness_logs", name="narrow")[1]["lines"])
     assert narrow.call("harness_describe", name="up")[1]["name"] == "up"
     assert [row["name"] for row in narrow.call("harness_list")[1]["harnesses"]] == ["narrow"]
     failures = narrow.call("harness_recent_failures", harness="writer")
@@ -183,13 +186,17 @@ def test_describe_and_logs_of_a_hidden_upstream_from_inside_a_harness_tree_are_r
     assert own_rc == 0 and json.loads(own_out)["name"] == "up"
 
 
-def test_the_operator_reads_the_upstream_log_redacted_and_no_log_or_store_file_holds_the_secret(fleet):
+def test_the_operator_reads_logs_redacted_and_no_upstream_log_or_store_file_holds_the_secret(fleet):
     daemon = fleet[0]
     lines = json.loads(daemon.cli("logs", "leaky", "--json").stdout)["lines"]
     assert lines[:2] == ["connecting to backend with [REDACTED]", "Authorization: Basic [REDACTED]"]
+    assert "agent saw [REDACTED]" in json.loads(daemon.cli("logs", "narrow", "--json").stdout)["lines"]
     store = [daemon.state / "harness.db", daemon.state / "harness.db-wal"]
     wait_for(lambda: any(p.exists() and b"fatal: bad token [REDACTED]" in p.read_bytes() for p in store))
-    files = [p for p in daemon.state.rglob("*") if p.is_file() and not p.is_socket()]
+    agents = daemon.state / "harnesses"  # an agent's own output: redacted when read
+    files = [
+        p for p in daemon.state.rglob("*") if p.is_file() and not p.is_socket() and agents not in p.parents
+    ]
     assert any(p.name == "leaky.log" for p in files) and any(p.name == "crashy.log" for p in files)
     leaks = [(n, p.name) for p in files for n in NEEDLES if n.encode() in p.read_bytes()]
     assert leaks == []

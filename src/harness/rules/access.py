@@ -83,8 +83,6 @@ class Caller:
         return self.operator or (tier != "operator" and tier in self.allow)
 
 
-READ_ONLY = frozenset({"read"})
-
 OPERATOR = Caller(operator=True, harness=None, allow=frozenset({"read", "write"}), why="the operator")
 """The operator: a process outside the daemon's tree with no token (and the daemon's own readers)."""
 
@@ -133,12 +131,13 @@ def session_caller(identity: Identity, exposed: Exposed = _nothing_exposed) -> C
     """The caller behind an MCP session's facade call: the token's harness with its ``mcp_allow`` and
     the upstreams its policy exposes; an unattributed session is no one (it may run no command)."""
     if identity.harness is None:
-        return _read_only("an MCP session with no harness identity")
+        return _no_one("an MCP session without a valid token")
     return _as_harness(identity, f"harness {identity.harness!r} (by its token)", exposed)
 
 
-def _read_only(why: str) -> Caller:
-    return Caller(operator=False, harness=None, allow=READ_ONLY, why=why)
+def _no_one(why: str) -> Caller:
+    """A caller with no harness identity: it may run no command (``check``)."""
+    return Caller(operator=False, harness=None, allow=frozenset(), why=why)
 
 
 def control_caller(
@@ -158,16 +157,16 @@ def control_caller(
         if token_identity is None:
             return OPERATOR
         if token_identity.harness is None:
-            return _read_only(f"a token no running harness holds, presented by {where}")
+            return _no_one(f"a token no running harness holds, presented by {where}")
         return _as_harness(token_identity, f"harness {token_identity.harness!r} (by its token)", exposed)
     if origin.kind == "harness":
         own = harness_identity(origin.harness, identify)
         if token_identity is not None and token_identity.harness != origin.harness:
-            return _read_only(f"a token that is not harness {origin.harness!r}'s, presented by {where}")
+            return _no_one(f"a token that is not harness {origin.harness!r}'s, presented by {where}")
         if own is None:
-            return _read_only(f"{where}, whose run has no identity")
+            return _no_one(f"{where}, whose run has no identity")
         return _as_harness(own, where, exposed)
-    return _read_only(where)
+    return _no_one(where)
 
 
 def harness_identity(name: str | None, identify: Mapping[str, Identity]) -> Identity | None:

@@ -39,14 +39,14 @@ def test_outside_the_daemons_tree_with_no_token_is_the_operator_who_may_do_every
     [
         (OUTSIDE, "tok-writer", "writer", {"read", "write"}),  # a token from outside: that harness
         (OUTSIDE, "tok-reader", "reader", {"read"}),
-        (OUTSIDE, "tok-gone", None, {"read"}),  # a wrong or expired token: read only
+        (OUTSIDE, "tok-gone", None, set()),  # a wrong or expired token: no one
         (IN_READER, None, "reader", {"read"}),  # inside a harness's tree: that harness
         (IN_READER, "tok-reader", "reader", {"read"}),
-        (IN_READER, "tok-writer", None, {"read"}),  # a sibling's stolen token: read only
-        (IN_DAEMON, None, None, {"read"}),  # an upstream, an orphan the daemon adopted
-        (IN_DAEMON, "tok-writer", None, {"read"}),
-        (UNKNOWN, None, None, {"read"}),
-        (UNKNOWN, "tok-writer", None, {"read"}),
+        (IN_READER, "tok-writer", None, set()),  # a sibling's stolen token: no one
+        (IN_DAEMON, None, None, set()),  # an upstream, an orphan the daemon adopted
+        (IN_DAEMON, "tok-writer", None, set()),
+        (UNKNOWN, None, None, set()),
+        (UNKNOWN, "tok-writer", None, set()),
     ],
 )
 def test_every_other_caller_gets_at_most_its_harnesss_mcp_allow(origin, token, harness, allow):
