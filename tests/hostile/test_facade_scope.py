@@ -200,3 +200,19 @@ def test_the_operator_reads_logs_redacted_and_no_upstream_log_or_store_file_hold
     assert any(p.name == "leaky.log" for p in files) and any(p.name == "crashy.log" for p in files)
     leaks = [(n, p.name) for p in files for n in NEEDLES if n.encode() in p.read_bytes()]
     assert leaks == []
+
+
+def test_a_secret_a_reload_adds_is_redacted_from_the_log_of_the_upstream_that_prints_it(fleet):
+    daemon, _envs, tmp = fleet
+    fresh = "fr-0a1b2c3d4e5f-RELOADED"
+    (tmp / "fresh.env").write_text(f"FRESH_SECRET={fresh}\n")
+    prints = f'echo "fresh start with $TOKEN" >&2; exec {" ".join(faulty())}'
+    daemon.config.write_text(
+        daemon.config.read_text()
+        + f'\n[mcp.fresh]\nargv = {toml_list(["/bin/sh", "-c", prints])}\nenv_file = "fresh.env"\n'
+        'env = { TOKEN = "${FRESH_SECRET}" }\n'
+    )
+    assert "fresh" in daemon.cli("reload").stdout
+    lines = wait_for(lambda: json.loads(daemon.cli("logs", "fresh", "--json").stdout)["lines"])
+    assert lines[0] == "fresh start with [REDACTED]"
+    assert fresh.encode() not in (daemon.state / "upstreams" / "fresh.log").read_bytes()
