@@ -65,7 +65,9 @@ def fleet(
         'env_file = "leaky.env"\nenv = { SVC_TOKEN = "${LEAKY_SECRET}" }\n\n'
         f"[mcp.crashy]\nargv = {toml_list(['/bin/sh', '-c', CRASHES])}\n"
         'env_file = "leaky.env"\nenv = { SVC_TOKEN = "${LEAKY_SECRET}" }\nrestart_delay = "30s"\n\n'
-        '[mcp_policy.narrow]\nservers = ["up"]\n\n[mcp_policy.wide]\nservers = ["up", "leaky"]\n\n'
+        f"[mcp.mine]\nargv = {toml_list(['/bin/sh', '-c', PRINTS + f'exec {serve}'])}\nshared = false\n"
+        'env_file = "leaky.env"\nenv = { SVC_TOKEN = "${LEAKY_SECRET}" }\n\n'
+        '[mcp_policy.narrow]\nservers = ["up"]\n\n[mcp_policy.wide]\nservers = ["up", "leaky", "mine"]\n\n'
         f'[harness.narrow]\nargv = {toml_list(agent)}\nmcp_policy = "narrow"\n\n'
         f'[harness.wide]\nargv = {toml_list(env_dumper(dumps["wide"]))}\nmcp_policy = "wide"\n\n'
         f'[harness.writer]\nargv = {toml_list(env_dumper(dumps["writer"]))}\nmcp_policy = "narrow"\n'
@@ -99,7 +101,7 @@ class Session:
         result = answer["result"]
         if result.get("isError"):
             return False, result["content"][0]["text"]
-        return True, result["structuredContent"]
+        return True, result.get("structuredContent", result)
 
     def close(self) -> None:
         self.raw.close()
@@ -157,6 +159,21 @@ def test_a_harness_whose_policy_exposes_the_leaky_upstream_reads_its_log_with_th
     assert wide.call("harness_logs", name="narrow") == (False, HIDDEN.format("narrow"))
 
 
+def test_an_unshared_upstreams_log_is_its_own_instances_for_a_harness_and_named_by_harness_for_the_operator(
+    fleet, session
+):
+    daemon = fleet[0]
+    wide = session("wide")
+    assert wide.call("mine__echo", text="start my instance")[0]
+    _ok, logs = wait_for(lambda: (r := wide.call("harness_logs", name="mine"))[0] and r[1]["lines"] and r)
+    assert logs["lines"][0] == "connecting to backend with [REDACTED]"
+    assert logs["path"].endswith("mine@wide.log")
+    assert session("narrow").call("harness_logs", name="mine@wide") == (False, HIDDEN.format("mine@wide"))
+    operator = json.loads(daemon.cli("logs", "mine@wide", "--json").stdout)
+    assert operator["lines"] == logs["lines"]
+    assert "name one as mine@HARNESS" in daemon.cli("logs", "mine", check=False).stderr
+
+
 def test_a_write_harness_lists_its_siblings_state_but_reads_neither_their_logs_nor_hidden_upstreams(session):
     writer = session("writer")
     rows = {row["name"]: row for row in writer.call("harness_list")[1]["harnesses"]}
@@ -197,7 +214,7 @@ def test_the_operator_reads_logs_redacted_and_no_upstream_log_or_store_file_hold
     files = [
         p for p in daemon.state.rglob("*") if p.is_file() and not p.is_socket() and agents not in p.parents
     ]
-    assert any(p.name == "leaky.log" for p in files) and any(p.name == "crashy.log" for p in files)
+    assert {"leaky.log", "crashy.log", "mine@probe.log"} <= {p.name for p in files}
     leaks = [(n, p.name) for p in files for n in NEEDLES if n.encode() in p.read_bytes()]
     assert leaks == []
 

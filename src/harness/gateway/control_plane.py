@@ -20,16 +20,15 @@ from harness.config import Config
 from harness.gateway.downstream.session import DownstreamSession
 from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.harnesses.spawner import HarnessSpawner
+from harness.gateway.processes import tail_lines
 from harness.gateway.state_dir import StatePaths
 from harness.gateway.upstream.supervised import SupervisedUpstream
-from harness.gateway.upstream.unshared import UnsharedUpstreams
+from harness.gateway.upstream.unshared import UnsharedUpstreams, label
 from harness.rules.access import OPERATOR, Caller, check
 from harness.rules.scope import listed, may_see_harness, may_see_upstream, sees_siblings, unseen
 
 DEFAULT_LOG_LINES = 50
 MAX_LOG_LINES = 10_000
-MAX_LOG_BYTES = 2 << 20
-"""``logs`` reads at most this much of a log (its rolled-over part included)."""
 
 
 class Fleet(Protocol):
@@ -264,15 +263,28 @@ class ControlPlane:
         count = args.get("lines", DEFAULT_LOG_LINES)
         if type(count) is not int or not 1 <= count <= MAX_LOG_LINES:
             raise ValueError(f"logs: lines must be an integer from 1 to {MAX_LOG_LINES}")
-        fleet = self._fleet
-        if name in fleet.config.harnesses and may_see_harness(caller, name):
-            kind, path = "harness", fleet.paths.harness_logs / f"{name}.log"
-        elif name in fleet.upstreams and may_see_upstream(caller, name):
-            kind, path = "upstream", fleet.paths.upstream_logs / f"{name}.log"
-        else:
-            raise self._unknown(name, caller)
+        kind, path = self._log_file(name, caller)
         lines = await asyncio.to_thread(tail_lines, path, count)
         return {"name": name, "kind": kind, "path": str(path), "lines": lines}
+
+    def _log_file(self, name: str, caller: Caller) -> tuple[str, Path]:
+        """A harness's log, a shared upstream's, or an unshared upstream's instance: ``KEY`` is the
+        caller's own instance, ``KEY@HARNESS`` names one; each only if the caller may see it."""
+        fleet = self._fleet
+        if name in fleet.config.harnesses and may_see_harness(caller, name):
+            return "harness", fleet.paths.harness_logs / f"{name}.log"
+        if name in fleet.upstreams and may_see_upstream(caller, name):
+            return "upstream", fleet.paths.upstream_logs / f"{name}.log"
+        if name in fleet.config.upstreams:
+            key, harness = name, caller.harness or ""
+        else:
+            key, _, harness = name.rpartition("@")
+        config = fleet.config.upstreams.get(key)
+        if config is None or config.shared or not may_see_upstream(caller, key):
+            raise self._unknown(name, caller)
+        if harness not in fleet.config.harnesses or not may_see_harness(caller, harness):
+            raise ValueError(f"logs: {key!r} runs an instance per harness: name one as {key}@HARNESS")
+        return "upstream", fleet.paths.upstream_logs / f"{label(key, harness)}.log"
 
     # ---------------------------------------------------------------- write
 
@@ -388,26 +400,3 @@ def _ready(spawner: HarnessSpawner | None) -> HarnessSpawner:
     if spawner is None:
         raise ValueError("the daemon is still starting; try again once it printed ready")
     return spawner
-
-
-def tail_lines(path: Path, count: int, limit: int = MAX_LOG_BYTES) -> list[str]:
-    """The last ``count`` lines of ``path`` (continuing into its rolled-over ``.1``), reading at most
-    ``limit`` bytes; an absent log has no lines."""
-    text = b""
-    budget = limit
-    for part in (path, path.with_name(path.name + ".1")):
-        try:
-            with open(part, "rb") as f:
-                size = f.seek(0, os.SEEK_END)
-                take = min(size, budget)
-                f.seek(size - take)
-                data = f.read(take)
-        except FileNotFoundError:
-            continue
-        if take < size:  # cut inside a line: drop its tail end
-            data = data[data.find(b"\n") + 1 :]
-        text = data + text
-        budget -= take
-        if text.count(b"\n") >= count or budget <= 0:
-            break
-    return text.decode(errors="replace").splitlines()[-count:]

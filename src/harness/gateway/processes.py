@@ -13,6 +13,9 @@ KILLED_EXIT_S = 1.0
 """How long a group's SIGKILL waits for the leader's exit to be reported (it is at once, unless the
 process is stuck in the kernel)."""
 
+MAX_LOG_BYTES = 2 << 20
+"""``tail_lines`` reads at most this much of a log (its rolled-over part included)."""
+
 MAX_PARTIAL_LINE = 64 << 10
 """A scrubbed log holds back at most this much of a line that has not ended (then writes it)."""
 
@@ -86,6 +89,29 @@ class BoundedLog:
             partial, self._partial = self._partial, b""
             self._append(self._scrubbed_bytes(partial))
         self._file.close()
+
+
+def tail_lines(path: Path, count: int, limit: int = MAX_LOG_BYTES) -> list[str]:
+    """The last ``count`` lines of ``path`` (continuing into its rolled-over ``.1``), reading at most
+    ``limit`` bytes; an absent log has no lines."""
+    text = b""
+    budget = limit
+    for part in (path, path.with_name(path.name + ".1")):
+        try:
+            with open(part, "rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                take = min(size, budget)
+                f.seek(size - take)
+                data = f.read(take)
+        except FileNotFoundError:
+            continue
+        if take < size:  # cut inside a line: drop its tail end
+            data = data[data.find(b"\n") + 1 :]
+        text = data + text
+        budget -= take
+        if text.count(b"\n") >= count or budget <= 0:
+            break
+    return text.decode(errors="replace").splitlines()[-count:]
 
 
 def signal_group(pid: int, sig: int) -> None:
