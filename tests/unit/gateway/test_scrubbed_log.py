@@ -1,11 +1,18 @@
 """Upstream logs under the state dir hold no secret the daemon holds: each complete line is redacted
-before it is written, a line split across writes included; control answers are redacted as a whole."""
+before it is written, a line split across writes included; control answers and the status page's
+call rows are redacted as a whole."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import threading
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from harness.gateway.evidence import status_source
 from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.processes import MAX_PARTIAL_LINE, BoundedLog
 
@@ -51,3 +58,26 @@ def test_a_control_answer_is_redacted_in_every_string_key_and_value_at_any_depth
         "[REDACTED]": {"n": 3, "ok": True},
         "kept": None,
     }
+
+
+def test_the_status_page_shows_no_held_secret_in_the_call_rows_it_reads_from_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    row = {"ts": "2026-12-05T07:00:00.000Z", "harness": "a", "upstream": "harness", "outcome": "unknown_tool"}
+    monkeypatch.setattr(status_source, "recent_calls", lambda _db: [{**row, "tool": f"up__{SECRET}"}])
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    async def status() -> dict[str, Any]:
+        return {"pid": 1, "version": "0", "sessions": 0, "upstreams": {}, "harnesses": {}}
+
+    try:
+        page = status_source.StatusPage(
+            lambda: loop, status, tmp_path / "none.db", KnownSecrets([SECRET]).scrub
+        )()
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+    assert SECRET.encode() not in page and b"up__[REDACTED]" in page
