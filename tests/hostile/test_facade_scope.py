@@ -67,7 +67,7 @@ def fleet(
         'env_file = "leaky.env"\nenv = { SVC_TOKEN = "${LEAKY_SECRET}" }\nrestart_delay = "30s"\n\n'
         f"[mcp.mine]\nargv = {toml_list(['/bin/sh', '-c', PRINTS + f'exec {serve}'])}\nshared = false\n"
         'env_file = "leaky.env"\nenv = { SVC_TOKEN = "${LEAKY_SECRET}" }\n\n'
-        '[mcp_policy.narrow]\nservers = ["up"]\n\n[mcp_policy.wide]\nservers = ["up", "leaky", "mine"]\n\n'
+        '[mcp_policy.narrow]\nservers = ["up", "mine"]\n\n[mcp_policy.wide]\nservers = ["up", "leaky", "mine"]\n\n'
         f'[harness.narrow]\nargv = {toml_list(agent)}\nmcp_policy = "narrow"\n\n'
         f'[harness.wide]\nargv = {toml_list(env_dumper(dumps["wide"]))}\nmcp_policy = "wide"\n\n'
         f'[harness.writer]\nargv = {toml_list(env_dumper(dumps["writer"]))}\nmcp_policy = "narrow"\n'
@@ -159,18 +159,24 @@ def test_a_harness_whose_policy_exposes_the_leaky_upstream_reads_its_log_with_th
     assert wide.call("harness_logs", name="narrow") == (False, HIDDEN.format("narrow"))
 
 
-def test_an_unshared_upstreams_log_is_its_own_instances_for_a_harness_and_named_by_harness_for_the_operator(
+def test_an_unshared_upstream_shows_a_harness_its_own_instance_only_and_the_operator_names_one(
     fleet, session
 ):
     daemon = fleet[0]
-    wide = session("wide")
-    assert wide.call("mine__echo", text="start my instance")[0]
+    wide, narrow = session("wide"), session("narrow")
+    assert (
+        wide.call("mine__echo", text="start my instance")[0] and narrow.call("mine__echo", text="mine too")[0]
+    )
     _ok, logs = wait_for(lambda: (r := wide.call("harness_logs", name="mine"))[0] and r[1]["lines"] and r)
     assert logs["lines"][0] == "connecting to backend with [REDACTED]"
     assert logs["path"].endswith("mine@wide.log")
-    assert session("narrow").call("harness_logs", name="mine@wide") == (False, HIDDEN.format("mine@wide"))
-    operator = json.loads(daemon.cli("logs", "mine@wide", "--json").stdout)
-    assert operator["lines"] == logs["lines"]
+    assert narrow.call("harness_logs", name="mine")[1]["path"].endswith("mine@narrow.log")
+    other = narrow.call("harness_logs", name="mine@wide")
+    assert other == (False, "logs: 'mine' runs an instance per harness: name one as mine@HARNESS")
+    assert list(wide.call("harness_describe", name="mine")[1]["instances"]) == ["wide"]
+    operator = json.loads(daemon.cli("describe", "mine", "--json").stdout)
+    assert list(operator["instances"]) == ["narrow", "wide"]
+    assert json.loads(daemon.cli("logs", "mine@wide", "--json").stdout)["lines"] == logs["lines"]
     assert "name one as mine@HARNESS" in daemon.cli("logs", "mine", check=False).stderr
 
 

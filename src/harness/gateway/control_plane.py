@@ -154,10 +154,13 @@ class ControlPlane:
             "breaker": up.link.gate.state.status,
         }
 
-    def _unshared_row(self, name: str) -> dict[str, Any]:
-        """A ``shared = false`` upstream: one row per running instance, by harness."""
+    def _unshared_row(self, name: str, caller: Caller) -> dict[str, Any]:
+        """A ``shared = false`` upstream: one row per running instance, by harness (those of the
+        harnesses the caller sees)."""
         rows = {
-            harness: self._upstream_row(up) for harness, up in sorted(self._fleet.unshared.of(name).items())
+            harness: self._upstream_row(up)
+            for harness, up in sorted(self._fleet.unshared.of(name).items())
+            if sees_siblings(caller) or may_see_harness(caller, harness)
         }
         return {
             "project": _folder(self._fleet.config.upstreams[name].project),
@@ -170,12 +173,15 @@ class ControlPlane:
             "instances": rows,
         }
 
-    def _upstream_rows(self) -> dict[str, dict[str, Any]]:
-        """Every upstream's row by key, sorted (an unshared one's row sums up its instances)."""
+    def _upstream_rows(self, caller: Caller) -> dict[str, dict[str, Any]]:
+        """The row of every upstream the caller sees, by key, sorted (an unshared one's row sums up
+        its instances)."""
         fleet = self._fleet
         rows = {name: self._upstream_row(up) for name, up in fleet.upstreams.items()}
-        rows.update((n, self._unshared_row(n)) for n, c in fleet.config.upstreams.items() if not c.shared)
-        return dict(sorted(rows.items()))
+        rows.update(
+            (n, self._unshared_row(n, caller)) for n, c in fleet.config.upstreams.items() if not c.shared
+        )
+        return {key: rows[key] for key in sorted(rows) if may_see_upstream(caller, key)}
 
     async def _status(self, _args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """The daemon, its upstreams and harnesses: all for the operator; for a harness, itself (its
@@ -188,7 +194,7 @@ class ControlPlane:
         return {
             "pid": os.getpid(),
             "version": __version__,
-            "upstreams": {k: row for k, row in self._upstream_rows().items() if may_see_upstream(caller, k)},
+            "upstreams": self._upstream_rows(caller),
             "harnesses": {name: self._harness_state(name)[0] for name in names},
             "sessions": len(sessions),
             "sessions_per_harness": dict(Counter(s.identity.harness or "" for s in sessions)),
@@ -242,7 +248,7 @@ class ControlPlane:
                 "shared": False,
                 "transport": config.kind,
                 "command": config.argv[0] if config.argv else str(config.url),
-                **self._unshared_row(name),
+                **self._unshared_row(name, caller),
             }
         if up is None:
             raise self._unknown(name, caller)
