@@ -21,7 +21,7 @@ B64 = base64.b64encode(SECRET.encode()).decode()
 
 
 def _log(tmp_path: Path) -> BoundedLog:
-    return BoundedLog(tmp_path / "up.log", scrub=KnownSecrets([SECRET]).redact)
+    return BoundedLog(tmp_path / "up.log", scrub=KnownSecrets([SECRET]).scrub)
 
 
 def test_a_secret_split_across_two_writes_is_redacted_before_it_reaches_the_file(tmp_path: Path):

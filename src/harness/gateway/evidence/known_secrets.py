@@ -99,7 +99,7 @@ class KnownSecrets:
         """Whether any known secret, in any of its forms, occurs in ``text``."""
         return self._pattern is not None and self._pattern.search(text) is not None
 
-    def redact(self, text: str, marker: str = REDACTED) -> str:
+    def redact(self, text: str, marker: str) -> str:
         """``text`` with every occurrence of a known secret replaced by ``marker``."""
         return text if self._pattern is None else self._pattern.sub(marker, text)
 
