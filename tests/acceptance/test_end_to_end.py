@@ -17,7 +17,7 @@ import pytest
 
 from harness.config import config_hash, load_config
 from support import DEMO_UPSTREAM as UPSTREAM
-from support import FACADE_READ, PY, probe_argv, read_out, toml_list, wait_until
+from support import PY, probe_argv, read_out, toml_list, wait_until
 
 pytestmark = pytest.mark.acceptance
 
@@ -144,7 +144,7 @@ def test_a_session_without_a_token_is_unattributed_and_gets_no_upstream_tools(st
         f'[mcp_policy.p]\nservers = ["demo"]\n\n[harness.probe]\nargv = {toml_list(argv)}\n'
     )
     out = read_out(out_file)
-    assert out["tools"] == list(FACADE_READ)  # no upstream tool: the facade's read tools only
+    assert out["tools"] == []  # no upstream tool and no facade tool
     assert out["error"].startswith("not_permitted:")  # the tool exists; this session may not use it
     rows = wait_until(daemon.calls, timeout=10)
     assert rows[0]["harness"] is None and rows[0]["outcome"] == "denied"

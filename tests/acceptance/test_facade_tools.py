@@ -82,9 +82,11 @@ def test_a_read_harness_reads_the_fleet_and_is_refused_writes_a_write_harness_re
             assert set(FACADE_READ) <= set(names) and "harness_stop" not in names
             assert {"search_skills", "get_skill"} <= set(names)
             listed = _structured(await reader.call_tool("harness_list", {}))["harnesses"]
-            assert {row["name"] for row in listed} == {"reader", "boss", "sibling"}
-            described = _structured(await reader.call_tool("harness_describe", {"name": "sibling"}))
-            assert described["state"] == "running" and described["policy"] is None
+            assert [row["name"] for row in listed] == ["reader"]  # a read-only harness sees itself
+            described = _structured(await reader.call_tool("harness_describe", {"name": "reader"}))
+            assert described["state"] == "running" and described["policy"] == "p"
+            sibling = await reader.call_tool("harness_describe", {"name": "sibling"})
+            assert sibling.is_error and "named 'sibling' that this session may see" in sibling.content[0].text
             seen["stop_refused"] = await _error_of(reader, "harness_stop", {"name": "sibling"})
             bad = await reader.call_tool("harness_describe", {"name": "nobody"})
             assert bad.is_error and "no harness or upstream named 'nobody'" in bad.content[0].text
@@ -110,8 +112,8 @@ def test_a_read_harness_reads_the_fleet_and_is_refused_writes_a_write_harness_re
         async with Client(bridge_params(env), mode="legacy", cache=None) as stale:
             return [t.name for t in (await stale.list_tools()).tools]
 
-    # unattributed: the facade's read tools and the skill tools only
-    assert anyio.run(old_token) == [*FACADE_READ, "search_skills", "get_skill"]
+    # unattributed: the skill tools only (no facade or trajectory tool)
+    assert anyio.run(old_token) == ["search_skills", "get_skill"]
 
     rows = wait_until(
         lambda: (r := [x for x in daemon.calls() if x["upstream"] == "harness"]) and len(r) >= 6 and r

@@ -2,8 +2,7 @@
 trial's attacker did: each step is a command line, its exit code and output go to --out (JSON).
 
 Steps (``--steps``, JSON list of [name, argv]) run with the harness's own environment. Special
-steps: ``["stolen:NAME", argv]`` runs with the token of harness NAME read from its /proc environ
-(NAME's pid from ``harness list --json``); ``["no-token", argv]`` runs without HARNESS_MCP_TOKEN;
+steps: ``["stolen:NAME", argv]`` runs with the token of harness NAME read from a /proc environ; ``["no-token", argv]`` runs without HARNESS_MCP_TOKEN;
 ``["orphan", argv]`` runs in a grandchild that left this process's session and was orphaned
 (setsid plus a double fork, like ``setsid -f``).
 """
@@ -24,19 +23,17 @@ def _run(argv: list[str], env: dict[str, str]) -> dict[str, object]:
     return {"rc": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
 
 
-def _token_of(name: str, state: str) -> str:
-    rows = json.loads(
-        subprocess.run(
-            ["harness", "list", "--json", "--state-dir", state],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        ).stdout
-    )
-    pid = next(r["pid"] for r in rows if r["name"] == name)
-    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    return next(e.split(b"=", 1)[1].decode() for e in environ if e.startswith(b"HARNESS_MCP_TOKEN="))
+def _token_of(name: str) -> str:
+    """Harness NAME's token, from the environment of a process of this uid that holds it (the
+    attacker's way: ``harness list`` shows a read-only harness no sibling's pid)."""
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            env = dict(e.split(b"=", 1) for e in environ.read_bytes().split(b"\0") if b"=" in e)
+        except OSError:
+            continue
+        if env.get(b"HARNESS_NAME") == name.encode() and b"HARNESS_MCP_TOKEN" in env:
+            return env[b"HARNESS_MCP_TOKEN"].decode()
+    raise SystemExit(f"no process holds harness {name}'s token")
 
 
 def _orphan(argv: list[str], env: dict[str, str], out: Path) -> dict[str, object]:
@@ -73,7 +70,7 @@ def main() -> None:
     for name, argv in json.loads(args.steps):
         env = dict(os.environ)
         if name.startswith("stolen:"):
-            env["HARNESS_MCP_TOKEN"] = _token_of(name.split(":", 1)[1], args.state)
+            env["HARNESS_MCP_TOKEN"] = _token_of(name.split(":", 1)[1])
         if name in ("no-token", "orphan"):
             env.pop("HARNESS_MCP_TOKEN", None)
         if name == "orphan":

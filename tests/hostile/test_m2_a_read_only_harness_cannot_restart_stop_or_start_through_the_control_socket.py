@@ -83,7 +83,8 @@ def test_a_read_only_harness_cannot_restart_stop_or_start_anything_and_the_opera
         live_run = json.loads(wait_for(lambda: _read(tmp_path / "live.env"), 30))["HARNESS_RUN_ID"]
         results = json.loads(wait_for(lambda: _read(tmp_path / "agent.json"), 90))
 
-        assert results["list"]["rc"] == 0 and "live" in results["list"]["stdout"]
+        listed = [row["name"] for row in json.loads(results["list"]["stdout"])]
+        assert results["list"]["rc"] == 0 and listed == ["attacker"]  # a read-only harness sees itself
         for step in writes:
             assert results[step]["rc"] == 1, (step, results[step])
             assert "not_permitted" in results[step]["stderr"], (step, results[step])

@@ -21,7 +21,7 @@ from harness.actors.asking import AnswersAsks
 from harness.actors.snapshots import Published
 from harness.config import Config
 from harness.events import HarnessExited, ToolCatalogFetched
-from harness.rules.exposure import Route, ToolView, build_view, catalogue_routes, gateway_view
+from harness.rules.exposure import EMPTY_VIEW, Route, ToolView, build_view, catalogue_routes, gateway_view
 from harness.rules.routing import Identity, RoutingSnapshot, ViewKey
 from harness.vocabulary import Exposure
 
@@ -77,6 +77,7 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
         self._views: dict[ViewKey, ToolView] = {}
         self._known: dict[str, Route] = {}
         self._known_in: dict[Path, dict[str, Route]] = {}
+        self._unattributed = EMPTY_VIEW
 
     def on_start(self) -> None:
         """Publish the first snapshot (no catalogues yet)."""
@@ -149,6 +150,7 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
         }
         for read_only in (False, True):  # a harness with no policy: the gateway's own tools only
             self._views[("", read_only, "full", None)] = gateway_view(cfg, read_only=read_only)
+        self._unattributed = gateway_view(cfg, read_only=True, attributed=False)
         everywhere = [key for key, up in cfg.upstreams.items() if up.project is None]
         self._known = self._known_names(everywhere)
         self._known_in = {
@@ -170,6 +172,7 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
             MappingProxyType(dict(self._views)),
             MappingProxyType(self._known),
             MappingProxyType(self._known_in),
+            self._unattributed,
         )
         self._snapshot.current = snapshot
         if self._on_publish is not None:

@@ -28,9 +28,8 @@ def read_logs(g: Globals, name: str, lines: int) -> dict[str, Any]:
 
 
 def _from_files(g: Globals, name: str, lines: int) -> dict[str, Any]:
-    from harness.gateway.control_plane import tail_lines
     from harness.gateway.evidence.known_secrets import KnownSecrets
-    from harness.gateway.evidence.secret_patterns import REDACTED
+    from harness.gateway.processes import tail_lines
 
     config = load_config(g.config)
     if name in config.harnesses:
@@ -39,8 +38,6 @@ def _from_files(g: Globals, name: str, lines: int) -> dict[str, Any]:
         kind, path = "upstream", g.paths.upstream_logs / f"{name}.log"
     else:
         raise CliError(f"no harness or upstream named {name!r} in the configuration")
-    # The secrets the daemon holds for upstreams are redacted as from the daemon's answers (the
-    # facade work scrubs every control answer with the same KnownSecrets).
-    known = KnownSecrets.of(config)
-    shown = [known.redact(line, REDACTED) for line in tail_lines(path, lines)]
+    # The secrets the daemon holds for upstreams are redacted as in the daemon's own answers.
+    shown = KnownSecrets.of(config).scrub(tail_lines(path, lines))
     return {"name": name, "kind": kind, "path": str(path), "lines": shown}

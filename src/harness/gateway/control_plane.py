@@ -1,8 +1,9 @@
 """The control plane: the handlers behind ``harness list``, ``status``, ``describe``, ``logs``,
 ``start``, ``stop``, ``restart`` and ``reload`` (and the facade tools, which call the same handlers).
 Each request carries its :class:`~harness.rules.access.Caller`; a command its tier does not allow is
-refused with ``not_permitted``. The daemon is reached through :class:`Fleet`, so this module does
-not import it."""
+refused with ``not_permitted``, and every answer holds only what the caller may see
+(:mod:`harness.rules.scope`), with the secret values the daemon holds for upstreams redacted. The
+daemon is reached through :class:`Fleet`, so this module does not import it."""
 
 from __future__ import annotations
 
@@ -17,16 +18,17 @@ from typing import Any, Protocol
 from harness import __version__
 from harness.config import Config
 from harness.gateway.downstream.session import DownstreamSession
+from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.harnesses.spawner import HarnessSpawner
+from harness.gateway.processes import tail_lines
 from harness.gateway.state_dir import StatePaths
 from harness.gateway.upstream.supervised import SupervisedUpstream
-from harness.gateway.upstream.unshared import UnsharedUpstreams
-from harness.rules.access import Caller, check
+from harness.gateway.upstream.unshared import UnsharedUpstreams, label
+from harness.rules.access import OPERATOR, Caller, check
+from harness.rules.scope import listed, may_see_harness, may_see_upstream, sees_siblings, unseen
 
 DEFAULT_LOG_LINES = 50
 MAX_LOG_LINES = 10_000
-MAX_LOG_BYTES = 2 << 20
-"""``logs`` reads at most this much of a log (its rolled-over part included)."""
 
 
 class Fleet(Protocol):
@@ -63,6 +65,11 @@ class Fleet(Protocol):
         ...
 
     @property
+    def known(self) -> KnownSecrets:
+        """The secret values the daemon holds for upstreams (redacted from every answer)."""
+        ...
+
+    @property
     def spawner(self) -> HarnessSpawner | None:
         """Starts and stops harness processes (None before the daemon is ready)."""
         ...
@@ -76,7 +83,7 @@ class Fleet(Protocol):
         ...
 
 
-Handler = Callable[[dict[str, Any]], Awaitable[Any]]
+Handler = Callable[[dict[str, Any], Caller], Awaitable[Any]]
 
 
 class ControlPlane:
@@ -103,7 +110,7 @@ class ControlPlane:
         if handler is None:
             raise ValueError(f"unknown control command {command!r}")
         check(caller, command)
-        return await handler(args)
+        return self._fleet.known.scrub(await handler(args, caller))
 
     # ---------------------------------------------------------------- read
 
@@ -116,7 +123,7 @@ class ControlPlane:
     def _session_count(self, harness: str) -> int:
         return sum(1 for s in self._fleet.sessions if s.identity.harness == harness)
 
-    async def _list(self, _args: dict[str, Any]) -> list[dict[str, Any]]:
+    async def _list(self, _args: dict[str, Any], caller: Caller) -> list[dict[str, Any]]:
         fleet = self._fleet
         rows = []
         for name, cfg in sorted(fleet.config.harnesses.items()):
@@ -134,7 +141,7 @@ class ControlPlane:
                     "sessions": self._session_count(name),
                 }
             )
-        return rows
+        return listed(caller, rows)
 
     def _upstream_row(self, up: SupervisedUpstream) -> dict[str, Any]:
         return {
@@ -148,10 +155,13 @@ class ControlPlane:
             "catalogue_notes": list(up.catalogue_notes),
         }
 
-    def _unshared_row(self, name: str) -> dict[str, Any]:
-        """A ``shared = false`` upstream: one row per running instance, by harness."""
+    def _unshared_row(self, name: str, caller: Caller) -> dict[str, Any]:
+        """A ``shared = false`` upstream: one row per running instance, by harness (those of the
+        harnesses the caller sees)."""
         rows = {
-            harness: self._upstream_row(up) for harness, up in sorted(self._fleet.unshared.of(name).items())
+            harness: self._upstream_row(up)
+            for harness, up in sorted(self._fleet.unshared.of(name).items())
+            if sees_siblings(caller) or may_see_harness(caller, harness)
         }
         return {
             "project": _folder(self._fleet.config.upstreams[name].project),
@@ -165,35 +175,45 @@ class ControlPlane:
             "instances": rows,
         }
 
-    def _upstream_rows(self) -> dict[str, dict[str, Any]]:
-        """Every upstream's row by key, sorted (an unshared one's row sums up its instances)."""
+    def _upstream_rows(self, caller: Caller) -> dict[str, dict[str, Any]]:
+        """The row of every upstream the caller sees, by key, sorted (an unshared one's row sums up
+        its instances)."""
         fleet = self._fleet
         rows = {name: self._upstream_row(up) for name, up in fleet.upstreams.items()}
-        rows.update((n, self._unshared_row(n)) for n, c in fleet.config.upstreams.items() if not c.shared)
-        return dict(sorted(rows.items()))
+        rows.update(
+            (n, self._unshared_row(n, caller)) for n, c in fleet.config.upstreams.items() if not c.shared
+        )
+        return {key: rows[key] for key in sorted(rows) if may_see_upstream(caller, key)}
 
-    async def _status(self, _args: dict[str, Any]) -> dict[str, Any]:
+    async def _status(self, _args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """The daemon, its upstreams and harnesses: all for the operator; for a harness, itself (its
+        siblings too if it may drive them) and the upstreams its policy exposes."""
         fleet = self._fleet
+        names = [
+            n for n in sorted(fleet.config.harnesses) if sees_siblings(caller) or may_see_harness(caller, n)
+        ]
+        sessions = [s for s in fleet.sessions if caller.operator or s.identity.harness in names]
         return {
             "pid": os.getpid(),
             "version": __version__,
-            "upstreams": self._upstream_rows(),
-            "harnesses": {name: self._harness_state(name)[0] for name in sorted(fleet.config.harnesses)},
-            "sessions": sum(1 for _ in fleet.sessions),
-            "sessions_per_harness": dict(Counter(s.identity.harness or "" for s in fleet.sessions)),
-            "unapproved_projects": [str(file) for file in fleet.unapproved],
+            "upstreams": self._upstream_rows(caller),
+            "harnesses": {name: self._harness_state(name)[0] for name in names},
+            "sessions": len(sessions),
+            "sessions_per_harness": dict(Counter(s.identity.harness or "" for s in sessions)),
+            "unapproved_projects": [str(file) for file in fleet.unapproved] if caller.operator else [],
         }
 
     async def status(self) -> dict[str, Any]:
-        """The ``status`` answer, for the daemon's own readers (the status page)."""
-        return await self._status({})
+        """The ``status`` answer as the operator sees it, redacted (for the status page)."""
+        return await self.answer("status", {}, OPERATOR)  # type: ignore[no-any-return]
 
-    async def _describe(self, args: dict[str, Any]) -> dict[str, Any]:
-        """A harness's table, state and sessions; else an upstream's state, breaker and tools."""
+    async def _describe(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """A harness's table, state and sessions; else an upstream's state, breaker and tools (each
+        only if the caller may see it)."""
         name = _name(args, "describe")
         fleet = self._fleet
         cfg = fleet.config.harnesses.get(name)
-        if cfg is not None:
+        if cfg is not None and may_see_harness(caller, name):
             state, proc = self._harness_state(name)
             policy = fleet.config.policy_for(name)
             workdir = cfg.workdir or (fleet.config.files[0].parent if fleet.config.files else None)
@@ -219,6 +239,8 @@ class ControlPlane:
                     if s.identity.harness == name
                 ],
             }
+        if not may_see_upstream(caller, name):
+            raise self._unknown(name, caller)
         up = fleet.upstreams.get(name)
         config = fleet.config.upstreams.get(name)
         if up is None and config is not None and not config.shared:
@@ -228,10 +250,10 @@ class ControlPlane:
                 "shared": False,
                 "transport": config.kind,
                 "command": config.argv[0] if config.argv else str(config.url),
-                **self._unshared_row(name),
+                **self._unshared_row(name, caller),
             }
         if up is None:
-            raise self._unknown(name)
+            raise self._unknown(name, caller)
         config = up.config
         return {
             "kind": "upstream",
@@ -242,25 +264,39 @@ class ControlPlane:
             **self._upstream_row(up),
         }
 
-    async def _logs(self, args: dict[str, Any]) -> dict[str, Any]:
-        """The last lines of a harness's log (its stdout and stderr), else of an upstream's stderr."""
+    async def _logs(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """The last lines of a harness's log (its stdout and stderr), else of an upstream's stderr
+        (each only if the caller may see it)."""
         name = _name(args, "logs")
         count = args.get("lines", DEFAULT_LOG_LINES)
         if type(count) is not int or not 1 <= count <= MAX_LOG_LINES:
             raise ValueError(f"logs: lines must be an integer from 1 to {MAX_LOG_LINES}")
-        fleet = self._fleet
-        if name in fleet.config.harnesses:
-            kind, path = "harness", fleet.paths.harness_logs / f"{name}.log"
-        elif name in fleet.upstreams:
-            kind, path = "upstream", fleet.paths.upstream_logs / f"{name}.log"
-        else:
-            raise self._unknown(name)
+        kind, path = self._log_file(name, caller)
         lines = await asyncio.to_thread(tail_lines, path, count)
         return {"name": name, "kind": kind, "path": str(path), "lines": lines}
 
+    def _log_file(self, name: str, caller: Caller) -> tuple[str, Path]:
+        """A harness's log, a shared upstream's, or an unshared upstream's instance: ``KEY`` is the
+        caller's own instance, ``KEY@HARNESS`` names one; each only if the caller may see it."""
+        fleet = self._fleet
+        if name in fleet.config.harnesses and may_see_harness(caller, name):
+            return "harness", fleet.paths.harness_logs / f"{name}.log"
+        if name in fleet.upstreams and may_see_upstream(caller, name):
+            return "upstream", fleet.paths.upstream_logs / f"{name}.log"
+        if name in fleet.config.upstreams:
+            key, harness = name, caller.harness or ""
+        else:
+            key, _, harness = name.rpartition("@")
+        config = fleet.config.upstreams.get(key)
+        if config is None or config.shared or not may_see_upstream(caller, key):
+            raise self._unknown(name, caller)
+        if harness not in fleet.config.harnesses or not may_see_harness(caller, harness):
+            raise ValueError(f"logs: {key!r} runs an instance per harness: name one as {key}@HARNESS")
+        return "upstream", fleet.paths.upstream_logs / f"{label(key, harness)}.log"
+
     # ---------------------------------------------------------------- write
 
-    async def _restart(self, args: dict[str, Any]) -> dict[str, Any]:
+    async def _restart(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """Restart a harness (stop, spawn with a fresh token) or an upstream (stdin closed, SIGTERM,
         SIGKILL as at shutdown; its restart history forgotten; not counted as a crash)."""
         name = _name(args, "restart")
@@ -271,6 +307,8 @@ class ControlPlane:
                 await fleet.restart_harness(name)
             proc = spawner.processes.get(name)
             return {"restarted": name, "kind": "harness", "pid": proc.pid if proc else None}
+        if not may_see_upstream(caller, name):
+            raise self._unknown(name, caller)
         upstream = fleet.upstreams.get(name)
         instances = fleet.unshared.of(name)
         if upstream is None and instances:
@@ -278,32 +316,39 @@ class ControlPlane:
                 await asyncio.gather(*(up.restart("restart requested") for up in instances.values()))
             return {"restarted": name, "kind": "upstream", "instances": sorted(instances)}
         if upstream is None:
-            raise self._unknown(name)
+            raise self._unknown(name, caller)
         async with self._lifecycle[f"upstream:{name}"]:
             await upstream.restart("restart requested")
         return {"restarted": name, "kind": "upstream", "pid": upstream.pid or None}
 
-    def _unknown(self, name: str) -> ValueError:
-        """No harness or upstream key ``name``; a project upstream's NAME gets its keys as a hint."""
-        keys = sorted(k for k, up in self._fleet.config.upstreams.items() if up.project and up.name == name)
+    def _unknown(self, name: str, caller: Caller) -> ValueError:
+        """No harness or upstream key ``name`` the caller may see; a project upstream's NAME gets
+        its keys (those the caller may see) as a hint."""
+        keys = sorted(
+            k
+            for k, up in self._fleet.config.upstreams.items()
+            if up.project and up.name == name and may_see_upstream(caller, k)
+        )
         hint = f" (project upstreams go by key: {', '.join(keys)})" if keys else ""
-        return ValueError(f"no harness or upstream named {name!r}{hint}")
+        if caller.operator:
+            return ValueError(f"no harness or upstream named {name!r}{hint}")
+        return ValueError(unseen(name) + hint)
 
-    def _harness_config(self, name: str, command: str) -> Any:
+    def _harness_config(self, name: str, command: str, caller: Caller) -> Any:
         cfg = self._fleet.config.harnesses.get(name)
         if cfg is None:
             hint = (
                 f" ({name!r} is an upstream: use `harness restart {name}`)"
-                if name in self._fleet.upstreams
+                if name in self._fleet.upstreams and may_see_upstream(caller, name)
                 else ""
             )
             raise ValueError(f"{command}: no harness named {name!r}{hint}")
         return cfg
 
-    async def _stop(self, args: dict[str, Any]) -> dict[str, Any]:
+    async def _stop(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """Stop a running harness; it stays stopped until start, restart or the next daemon start."""
         name = _name(args, "stop")
-        self._harness_config(name, "stop")
+        self._harness_config(name, "stop", caller)
         spawner = _ready(self._fleet.spawner)
         async with self._lifecycle[name]:
             proc = spawner.processes.get(name)
@@ -313,10 +358,10 @@ class ControlPlane:
             await spawner.stop([name])
         return {"stopped": name, "pid": proc.pid, "returncode": proc.returncode, "was": state}
 
-    async def _start(self, args: dict[str, Any]) -> dict[str, Any]:
+    async def _start(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """Start a harness that is not running, with a fresh token and run id."""
         name = _name(args, "start")
-        cfg = self._harness_config(name, "start")
+        cfg = self._harness_config(name, "start", caller)
         spawner = _ready(self._fleet.spawner)
         async with self._lifecycle[name]:
             proc = spawner.processes.get(name)
@@ -332,7 +377,7 @@ class ControlPlane:
 
     # ---------------------------------------------------------------- operator
 
-    async def _reload(self, _args: dict[str, Any]) -> dict[str, Any]:
+    async def _reload(self, _args: dict[str, Any], _caller: Caller) -> dict[str, Any]:
         spawner = self._fleet.spawner
         before = {n: p.run_id for n, p in (spawner.processes.items() if spawner else ())}
         result = dict(await self._fleet.reload())
@@ -363,26 +408,3 @@ def _ready(spawner: HarnessSpawner | None) -> HarnessSpawner:
     if spawner is None:
         raise ValueError("the daemon is still starting; try again once it printed ready")
     return spawner
-
-
-def tail_lines(path: Path, count: int, limit: int = MAX_LOG_BYTES) -> list[str]:
-    """The last ``count`` lines of ``path`` (continuing into its rolled-over ``.1``), reading at most
-    ``limit`` bytes; an absent log has no lines."""
-    text = b""
-    budget = limit
-    for part in (path, path.with_name(path.name + ".1")):
-        try:
-            with open(part, "rb") as f:
-                size = f.seek(0, os.SEEK_END)
-                take = min(size, budget)
-                f.seek(size - take)
-                data = f.read(take)
-        except FileNotFoundError:
-            continue
-        if take < size:  # cut inside a line: drop its tail end
-            data = data[data.find(b"\n") + 1 :]
-        text = data + text
-        budget -= take
-        if text.count(b"\n") >= count or budget <= 0:
-            break
-    return text.decode(errors="replace").splitlines()[-count:]

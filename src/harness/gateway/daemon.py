@@ -78,7 +78,8 @@ from harness.gateway.upstream.unshared import UnsharedUpstreams
 from harness.gateway.wire import jsonrpc
 from harness.rules.breaker import CLOSED
 from harness.rules.exposure import Route
-from harness.rules.routing import EMPTY_SNAPSHOT, RoutingSnapshot
+from harness.rules.routing import EMPTY_SNAPSHOT, Identity, RoutingSnapshot
+from harness.rules.scope import exposed_upstreams
 from harness.store.schema import check_usable
 
 log = logging.getLogger("harness.daemon")
@@ -140,8 +141,9 @@ class Daemon:
         self.log_relay = LogRelay(self._audience)
         self.unshared = UnsharedUpstreams(self._instance, self._stop_upstream, self._harness_workdir)
         self.control = ControlPlane(self)
-        self.own_tools = GatewayTools(read_libraries(config), self.control, self.reader)
-        self._metrics = MetricsListener(StatusPage(lambda: self._loop, self.control.status, self.paths.db))
+        self.own_tools = GatewayTools(read_libraries(config), self.control, self.reader, self.exposed)
+        page = StatusPage(lambda: self._loop, self.control.status, self.paths.db, self._scrub)
+        self._metrics = MetricsListener(page)
 
     # ---------------------------------------------------------------- events
 
@@ -208,6 +210,19 @@ class Daemon:
         if upstream is not None:
             return upstream.link
         return None if config.shared else self.unshared.link(config, harness)
+
+    @property
+    def known(self) -> KnownSecrets:
+        """The secret values the daemon holds for upstreams (rebuilt on reload)."""
+        return self.recorder.known
+
+    def _scrub(self, value: Any) -> Any:
+        """``value`` with the held secrets redacted, by the current configuration's (reload-proof)."""
+        return self.known.scrub(value)
+
+    def exposed(self, identity: Identity) -> frozenset[str]:
+        """The keys of the upstreams ``identity``'s policy exposes now."""
+        return exposed_upstreams(self.routing.current, self.config, identity)
 
     def _reach(self, harness: str | None) -> frozenset[str]:
         """The keys of every upstream ``harness`` could reach: the global ones and its project's."""
@@ -424,7 +439,7 @@ class Daemon:
         link.on_resource_updated = self.subscriptions.updated
         link.on_resources_changed = self._resources_changed
         link.on_log_message = self.log_relay.message
-        log_file = BoundedLog(self.paths.upstream_logs / f"{label}.log")
+        log_file = BoundedLog(self.paths.upstream_logs / f"{label}.log", scrub=self._scrub)
         upstream = SupervisedUpstream(
             link,
             supervisor=supervisor,
@@ -508,6 +523,7 @@ class Daemon:
             on_session=self._track,
             control=self.control.answer,
             identities=lambda: self.routing.current.identities,
+            exposed=self.exposed,
             harness_pids=lambda: self._spawner.running_pids() if self._spawner else {},
         )
         return await control_socket.serve(self.paths.socket)

@@ -2,6 +2,10 @@
 ``harness_restart``, delegating to the same handlers as the CLI), the trajectory tools over the call
 log, the skill tools and side-loaded prompts.
 
+Each answers only within what the caller may see (:mod:`harness.rules.scope`): the control plane
+scopes the facade's commands; the trajectory tools read only the caller's own harness's calls. A
+session with no harness identity gets none of them.
+
 None of this is on the per-call hot path: a session hands these calls here as tasks on the loop;
 store reads run on the store reader's thread.
 """
@@ -15,7 +19,7 @@ from typing import Any, Protocol
 from harness.config import Config, parse_duration
 from harness.gateway.library.prompts import PromptLibrary
 from harness.gateway.library.skills import SkillLibrary
-from harness.rules.access import Caller, session_caller
+from harness.rules.access import Caller, Exposed, NotPermitted, session_caller
 from harness.rules.gateway_tools import (
     FACADE_COMMANDS,
     FACADE_READ_TOOLS,
@@ -23,10 +27,12 @@ from harness.rules.gateway_tools import (
     GET_SKILL,
     HARNESS_FAILURES,
     HARNESS_RUN_CALLS,
+    HARNESS_TOOLS,
     SEARCH_SKILLS,
     SKILL_TOOLS,
 )
 from harness.rules.routing import Identity
+from harness.rules.scope import unseen
 
 CALL_FIELDS = (
     "ts",
@@ -101,10 +107,15 @@ class GatewayTools:
     """Answers the gateway's own tools and prompts for every session (one per daemon)."""
 
     def __init__(
-        self, libraries: tuple[SkillLibrary, PromptLibrary], control: Control, call_log: CallLog
+        self,
+        libraries: tuple[SkillLibrary, PromptLibrary],
+        control: Control,
+        call_log: CallLog,
+        exposed: Exposed,
     ) -> None:
         self._control = control
         self._call_log = call_log
+        self._exposed = exposed
         self.skills, self.prompts = libraries
 
     def use(self, libraries: tuple[SkillLibrary, PromptLibrary]) -> None:
@@ -115,11 +126,14 @@ class GatewayTools:
 
     async def call(self, name: str, arguments: Mapping[str, Any], identity: Identity) -> dict[str, Any]:
         """The structured result of one gateway tool call. ValueError: the call failed (a tool error
-        the agent can fix); :class:`~harness.rules.access.NotPermitted`: the tier refuses it."""
+        the agent can fix); :class:`~harness.rules.access.NotPermitted`: the tier refuses it, or the
+        session has no harness identity."""
+        if name in HARNESS_TOOLS and identity.harness is None:
+            raise NotPermitted(f"not_permitted: `{name}`: this session has no harness identity")
         args = checked_arguments(name, arguments)
         command = FACADE_COMMANDS.get(name)
         if command is not None:
-            result = await self._control.answer(command, args, session_caller(identity))
+            result = await self._control.answer(command, args, session_caller(identity, self._exposed))
             return result if isinstance(result, dict) else {"harnesses": result}
         if name == HARNESS_RUN_CALLS:
             return await self._run_calls(args, identity)
@@ -143,16 +157,18 @@ class GatewayTools:
         raise ValueError(f"{name} is not a gateway tool")
 
     async def _run_calls(self, args: dict[str, Any], identity: Identity) -> dict[str, Any]:
+        """A run's calls, if it is a run of the caller's harness (another's answers as no calls)."""
         run_id = args.get("run_id") or identity.run_id
         if run_id is None:
             raise ValueError("harness_run_calls: give run_id (this session belongs to no run)")
-        rows = await self._call_log.calls(run_id=run_id, limit=args["limit"])
+        rows = await self._call_log.calls(run_id=run_id, harness=identity.harness, limit=args["limit"])
         return {"run_id": run_id, "calls": [{k: row[k] for k in CALL_FIELDS} for row in rows]}
 
     async def _failures(self, args: dict[str, Any], identity: Identity) -> dict[str, Any]:
-        harness = args.get("harness") or identity.harness
-        if harness is None:
-            raise ValueError("harness_recent_failures: give harness (this session has no harness identity)")
+        """The caller's own harness's failed calls (another harness answers as unknown)."""
+        harness: str = args.get("harness") or identity.harness or ""
+        if harness != identity.harness:
+            raise ValueError(f"harness_recent_failures: {unseen(harness)}")
         try:
             since = time.time() - parse_duration(args["since"])
         except ValueError as exc:

@@ -10,7 +10,7 @@ what it cannot prevent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
@@ -75,13 +75,23 @@ class Caller:
     allow: frozenset[str]
     why: str
     """Why the caller is who it is, in words (shown in refusals)."""
+    upstreams: frozenset[str] = frozenset()
+    """The keys of the upstreams its policy exposes (what it may see of them: rules/scope.py)."""
 
     def permits(self, tier: ControlTier) -> bool:
         """Whether this caller may run a command of ``tier``."""
         return self.operator or (tier != "operator" and tier in self.allow)
 
 
-READ_ONLY = frozenset({"read"})
+OPERATOR = Caller(operator=True, harness=None, allow=frozenset({"read", "write"}), why="the operator")
+"""The operator: a process outside the daemon's tree with no token (and the daemon's own readers)."""
+
+Exposed = Callable[[Identity], frozenset[str]]
+"""The keys of the upstreams an identity's policy exposes now."""
+
+
+def _nothing_exposed(_identity: Identity) -> frozenset[str]:
+    return frozenset()
 
 
 class NotPermitted(Exception):
@@ -92,7 +102,14 @@ def check(caller: Caller, command: str) -> None:
     """Raise :class:`NotPermitted` unless ``caller`` may run ``command`` (unknown commands pass: the
     control plane refuses them as unknown)."""
     tier = COMMAND_TIERS.get(command)
-    if tier is None or caller.permits(tier):
+    if tier is None:
+        return
+    if not caller.operator and caller.harness is None:
+        raise NotPermitted(
+            f"not_permitted: `{command}` answers only a harness or the operator; "
+            f"this connection is {caller.why}, which has no harness identity"
+        )
+    if caller.permits(tier):
         return
     if tier == "operator":
         needs = "is reserved to the operator (a process outside the daemon's tree, with no token)"
@@ -104,44 +121,52 @@ def check(caller: Caller, command: str) -> None:
     )
 
 
-def _as_harness(identity: Identity, why: str) -> Caller:
-    return Caller(operator=False, harness=identity.harness, allow=identity.allow, why=why)
+def _as_harness(identity: Identity, why: str, exposed: Exposed) -> Caller:
+    return Caller(
+        operator=False, harness=identity.harness, allow=identity.allow, why=why, upstreams=exposed(identity)
+    )
 
 
-def session_caller(identity: Identity) -> Caller:
-    """The caller behind an MCP session's facade call: the token's harness with its ``mcp_allow``; an
-    unattributed session reads only."""
+def session_caller(identity: Identity, exposed: Exposed = _nothing_exposed) -> Caller:
+    """The caller behind an MCP session's facade call: the token's harness with its ``mcp_allow`` and
+    the upstreams its policy exposes; an unattributed session is no one (it may run no command)."""
     if identity.harness is None:
-        return _read_only("an MCP session with no harness identity")
-    return _as_harness(identity, f"harness {identity.harness!r} (by its token)")
+        return _no_one("an MCP session without a valid token")
+    return _as_harness(identity, f"harness {identity.harness!r} (by its token)", exposed)
 
 
-def _read_only(why: str) -> Caller:
-    return Caller(operator=False, harness=None, allow=READ_ONLY, why=why)
+def _no_one(why: str) -> Caller:
+    """A caller with no harness identity: it may run no command (``check``)."""
+    return Caller(operator=False, harness=None, allow=frozenset(), why=why)
 
 
-def control_caller(origin: PeerOrigin, presented: str | None, identify: Mapping[str, Identity]) -> Caller:
+def control_caller(
+    origin: PeerOrigin,
+    presented: str | None,
+    identify: Mapping[str, Identity],
+    exposed: Exposed = _nothing_exposed,
+) -> Caller:
     """The caller of a control request from ``origin`` presenting token ``presented`` (None: none).
 
     ``identify`` maps each running harness's current token to its identity; a harness's own entry
-    is found through :func:`harness_identity`.
+    is found through :func:`harness_identity`. ``exposed`` gives a harness's visible upstreams.
     """
     token_identity = identify.get(presented, UNATTRIBUTED) if presented else None
     where = origin.describe()
     if origin.kind in ("outside", "unverified"):
         if token_identity is None:
-            return Caller(operator=True, harness=None, allow=frozenset({"read", "write"}), why="the operator")
+            return OPERATOR
         if token_identity.harness is None:
-            return _read_only(f"a token no running harness holds, presented by {where}")
-        return _as_harness(token_identity, f"harness {token_identity.harness!r} (by its token)")
+            return _no_one(f"a token no running harness holds, presented by {where}")
+        return _as_harness(token_identity, f"harness {token_identity.harness!r} (by its token)", exposed)
     if origin.kind == "harness":
         own = harness_identity(origin.harness, identify)
         if token_identity is not None and token_identity.harness != origin.harness:
-            return _read_only(f"a token that is not harness {origin.harness!r}'s, presented by {where}")
+            return _no_one(f"a token that is not harness {origin.harness!r}'s, presented by {where}")
         if own is None:
-            return _read_only(f"{where}, whose run has no identity")
-        return _as_harness(own, where)
-    return _read_only(where)
+            return _no_one(f"{where}, whose run has no identity")
+        return _as_harness(own, where, exposed)
+    return _no_one(where)
 
 
 def harness_identity(name: str | None, identify: Mapping[str, Identity]) -> Identity | None:

@@ -244,10 +244,12 @@ def build_view(
     )
 
 
-def gateway_view(config: Config, *, read_only: bool) -> ToolView:
+def gateway_view(config: Config, *, read_only: bool, attributed: bool = True) -> ToolView:
     """The view of a harness with no policy (and no ``default_policy``): no upstream tools, only the
-    gateway's own tools its tier permits."""
-    gateway = gateway_listing(read_only=read_only, skills=bool(config.mcp.skill_paths))
+    gateway's own tools its tier permits; of an unattributed session (``attributed`` False): the
+    skill tools only."""
+    skills = bool(config.mcp.skill_paths)
+    gateway = gateway_listing(read_only=read_only, skills=skills, attributed=attributed)
     return _view("", "full", 0, 300, {}, {}, {}, [], gateway)
 
 

@@ -125,7 +125,8 @@ FACADE_READ_TOOLS: Final[tuple[dict[str, Any], ...]] = (
         read_only=True,
     ),
 )
-"""Listed to every session (an unattributed one too): reading the fleet is the read tier."""
+"""Listed to every harness's session (not to an unattributed one): reading the fleet is the read
+tier, within what the harness may see (rules/scope.py)."""
 
 FACADE_WRITE_TOOLS: Final[tuple[dict[str, Any], ...]] = (
     _tool(HARNESS_START, "Start a stopped harness (a new run and token).", _NAME, ("name",), read_only=False),
@@ -165,7 +166,12 @@ GATEWAY_TOOL_TIERS: Final[dict[str, Tier]] = {
 """Every tool the gateway serves itself (besides search_tools and call_tool), with its tier."""
 
 
-def gateway_listing(*, read_only: bool, skills: bool) -> tuple[dict[str, Any], ...]:
+HARNESS_TOOLS: Final = frozenset(str(t["name"]) for t in (*FACADE_READ_TOOLS, *FACADE_WRITE_TOOLS))
+"""The facade and trajectory tools: a session with no harness identity neither lists nor calls them."""
+
+
+def gateway_listing(*, read_only: bool, skills: bool, attributed: bool = True) -> tuple[dict[str, Any], ...]:
     """The gateway's own tools a session lists, whatever its exposure: the facade tools its tier
-    permits, and the skill tools when skills are configured."""
-    return (*FACADE_READ_TOOLS, *(() if read_only else FACADE_WRITE_TOOLS), *(SKILL_TOOLS if skills else ()))
+    permits (none to an unattributed session), and the skill tools when skills are configured."""
+    facade = (*FACADE_READ_TOOLS, *(() if read_only else FACADE_WRITE_TOOLS)) if attributed else ()
+    return (*facade, *(SKILL_TOOLS if skills else ()))

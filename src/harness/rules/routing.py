@@ -63,6 +63,8 @@ class RoutingSnapshot:
     known_in: Mapping[Path, Mapping[str, Route]] = field(default_factory=lambda: MappingProxyType({}))
     """The same per project, its own upstreams' names with the global ones: another project's tool
     is as unknown to a harness as a tool nobody has."""
+    unattributed: ToolView = EMPTY_VIEW
+    """The view of a session with no harness identity: the skill tools at most."""
 
     def identify(self, token: str | None) -> Identity:
         """The token's owner, or the unattributed identity for a missing or unknown token."""
@@ -72,7 +74,9 @@ class RoutingSnapshot:
 
     def view_for(self, identity: Identity) -> ToolView:
         """The tool view of an identity's policy in its project (the gateway's own tools only for no
-        policy)."""
+        policy; for no harness identity, :attr:`unattributed`)."""
+        if identity.harness is None:
+            return self.unattributed
         project = identity.project if identity.policy else None
         key = (identity.policy, "write" not in identity.allow, identity.exposure, project)
         return self.views.get(key, EMPTY_VIEW)

@@ -2,8 +2,9 @@
 real upstream child, the demo agent spawned as a harness and connecting through a real `harness mcp`
 bridge with the official SDK client, the control socket, a reload, an upstream restart, a clean stop.
 
-Run in-process, the test itself sits in the daemon's process tree: on the control socket it is
-read-only, and an MCP session it opens carries no harness identity.
+Run in-process, the test itself sits in the daemon's process tree: on the control socket it is no one
+(refused every command; it asks the control plane directly as the operator), and an MCP session it
+opens carries no harness identity.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ import psutil
 import pytest
 
 from harness import open_store
-from harness.cli.common import control_request
+from harness.cli.common import CliError, control_request
 from harness.config import load_config
 from harness.demo import agent as demo_agent
 from harness.gateway.daemon import Daemon
-from support import DEMO_UPSTREAM, FACADE_READ, PY, await_until, toml_list
+from harness.rules.access import OPERATOR
+from support import DEMO_UPSTREAM, PY, await_until, toml_list
 
 WAIT = 30.0
 
@@ -91,9 +93,11 @@ def test_an_in_process_daemon_serves_its_harness_answers_the_control_socket_relo
             children.extend(psutil.Process().children(recursive=True))
             await await_until(lambda: logged(db) == EXPECTED, timeout=WAIT, message="the agent's calls")
             await search_warmed(daemon)  # the catalogue's search snapshot made before any search
-            status = await control(daemon, "status")
+            with pytest.raises(CliError, match="has no harness identity"):
+                await control(daemon, "status")
+            status = await daemon.control.answer("status", {}, OPERATOR)
             assert status["upstreams"]["demo"]["state"] == "up" and status["upstreams"]["demo"]["tools"] > 5
-            [row] = await control(daemon, "list")
+            [row] = await daemon.control.answer("list", {}, OPERATOR)
             assert (row["name"], row["policy"]) == ("agent", "p")
 
             # the demo agent once more, in this process: in the daemon's tree, it gets no identity
@@ -120,9 +124,9 @@ def test_an_in_process_daemon_serves_its_harness_answers_the_control_socket_relo
 
     asyncio.run(scenario())
 
-    # unattributed: no upstream tools (the facade's read tools only), and each try is refused and logged
+    # unattributed: no upstream tools and no facade tools; each try is refused and logged as denied
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == f"inside: {len(FACADE_READ)} tools: {', '.join(FACADE_READ)}"
+    assert out[0] == "inside: 0 tools: "
     assert [line.split(" -> ")[1].split(":")[0] for line in out if " -> " in line] == ["refused"] * 2
     assert logged(db) == [*EXPECTED, (None, "echo", "denied"), (None, "add", "denied")]
     assert children, "the daemon started an upstream and a harness"

@@ -39,14 +39,14 @@ def test_outside_the_daemons_tree_with_no_token_is_the_operator_who_may_do_every
     [
         (OUTSIDE, "tok-writer", "writer", {"read", "write"}),  # a token from outside: that harness
         (OUTSIDE, "tok-reader", "reader", {"read"}),
-        (OUTSIDE, "tok-gone", None, {"read"}),  # a wrong or expired token: read only
+        (OUTSIDE, "tok-gone", None, set()),  # a wrong or expired token: no one
         (IN_READER, None, "reader", {"read"}),  # inside a harness's tree: that harness
         (IN_READER, "tok-reader", "reader", {"read"}),
-        (IN_READER, "tok-writer", None, {"read"}),  # a sibling's stolen token: read only
-        (IN_DAEMON, None, None, {"read"}),  # an upstream, an orphan the daemon adopted
-        (IN_DAEMON, "tok-writer", None, {"read"}),
-        (UNKNOWN, None, None, {"read"}),
-        (UNKNOWN, "tok-writer", None, {"read"}),
+        (IN_READER, "tok-writer", None, set()),  # a sibling's stolen token: no one
+        (IN_DAEMON, None, None, set()),  # an upstream, an orphan the daemon adopted
+        (IN_DAEMON, "tok-writer", None, set()),
+        (UNKNOWN, None, None, set()),
+        (UNKNOWN, "tok-writer", None, set()),
     ],
 )
 def test_every_other_caller_gets_at_most_its_harnesss_mcp_allow(origin, token, harness, allow):
@@ -67,8 +67,15 @@ def test_reload_is_the_operators_alone_even_for_a_harness_allowed_write():
 
 
 @pytest.mark.parametrize("command", ["list", "status", "describe", "logs"])
-def test_read_commands_are_open_to_read_callers(command):
-    check(control_caller(IN_DAEMON, None, TOKENS), command)
+def test_read_commands_are_open_to_a_harness_allowed_read(command):
+    check(control_caller(IN_READER, None, TOKENS), command)
+
+
+@pytest.mark.parametrize("command", ["list", "status", "describe", "logs"])
+@pytest.mark.parametrize(("origin", "token"), [(IN_DAEMON, None), (UNKNOWN, None), (OUTSIDE, "tok-gone")])
+def test_a_caller_with_no_harness_identity_may_run_no_command_not_even_a_read(origin, token, command):
+    with pytest.raises(NotPermitted, match=rf"^not_permitted: `{command}` .* has no harness identity$"):
+        check(control_caller(origin, token, TOKENS), command)
 
 
 def test_a_harness_allowed_nothing_may_not_even_list():

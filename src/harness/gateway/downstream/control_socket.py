@@ -22,7 +22,7 @@ from harness.gateway.downstream.connection import BridgeConnection, SessionFacto
 from harness.gateway.downstream.limits import ConnectionCounts, Limits, RateLimitedLog
 from harness.gateway.downstream.peers import Attributor, peer_credentials
 from harness.gateway.downstream.session import DownstreamSession
-from harness.rules.access import Caller, NotPermitted, PeerOrigin, control_caller, session_token
+from harness.rules.access import Caller, Exposed, NotPermitted, PeerOrigin, control_caller, session_token
 from harness.rules.routing import Identity
 
 log = logging.getLogger("harness.daemon")
@@ -45,6 +45,7 @@ class ControlSocket:
         control: ControlAnswer,
         identities: Callable[[], Mapping[str, Identity]],
         harness_pids: Callable[[], Mapping[int, str]],
+        exposed: Exposed = lambda _identity: frozenset(),
         limits: Limits | None = None,
         attributor: Attributor | None = None,
         logger: logging.Logger = log,
@@ -53,6 +54,7 @@ class ControlSocket:
         self._on_session = on_session
         self._control = control
         self._identities = identities
+        self._exposed = exposed
         self.limits = limits or Limits.for_this_process()
         self.preamble_timeout = self.limits.preamble_timeout
         self.counts = ConnectionCounts(self.limits)
@@ -118,7 +120,7 @@ class ControlSocket:
 
     async def answer(self, origin: PeerOrigin, token: str | None, command: str, args: dict[str, Any]) -> Any:
         """Run one control request with its caller's rights."""
-        caller = control_caller(origin, token, self._identities())
+        caller = control_caller(origin, token, self._identities(), self._exposed)
         try:
             return await self._control(command, args, caller)
         except NotPermitted as exc:

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import quote, quote_plus
 
 from harness.config import Config, ConfigError, parse_env_file, resolve_upstream_headers
+from harness.gateway.evidence.secret_patterns import REDACTED
 
 log = logging.getLogger(__name__)
 
@@ -101,3 +102,16 @@ class KnownSecrets:
     def redact(self, text: str, marker: str) -> str:
         """``text`` with every occurrence of a known secret replaced by ``marker``."""
         return text if self._pattern is None else self._pattern.sub(marker, text)
+
+    def scrub(self, value: Any) -> Any:
+        """``value`` (text, or lists and dicts of it as a control answer is) with every known secret
+        in every string, keys included, replaced by ``[REDACTED]``."""
+        if self._pattern is None:
+            return value
+        if isinstance(value, str):
+            return self._pattern.sub(REDACTED, value)
+        if isinstance(value, dict):
+            return {self.scrub(k): self.scrub(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.scrub(v) for v in value]
+        return value

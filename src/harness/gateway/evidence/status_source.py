@@ -43,14 +43,17 @@ class StatusPage:
         loop: Callable[[], asyncio.AbstractEventLoop | None],
         status: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
         db: Path,
+        scrub: Callable[[Any], Any] = lambda value: value,
     ) -> None:
         self._loop = loop
         self._status = status
         self._db = db
+        self._scrub = scrub
+        """Redacts the daemon's held secrets from the store's rows (``status`` answers redacted)."""
 
     def __call__(self) -> bytes:
         loop = self._loop()
         if loop is None or loop.is_closed():
             raise RuntimeError("the daemon is not running")
         status = asyncio.run_coroutine_threadsafe(self._status(), loop).result(STATUS_TIMEOUT_S)
-        return render(status, recent_calls(self._db), schema_bytes_per_harness())
+        return render(status, self._scrub(recent_calls(self._db)), schema_bytes_per_harness())

@@ -219,14 +219,15 @@ class StdioChild:
         self._exit_report = asyncio.get_running_loop().call_later(EXIT_DRAIN_S, self.report_exit)
 
     def report_exit(self) -> None:
-        """Report the exit once, with its code and the last lines of stderr, and release the pipes."""
+        """Report the exit once, with its code and the last lines of stderr (scrubbed as its log is),
+        and release the pipes."""
         if self._reported or self._exit_report is None:
             return
         self._reported = True
         self._exit_report.cancel()
         if self._transport is not None:
             self._transport.close()
-        self._on_closed(self._exit_code, exit_reason(self._exit_code, self._stderr_tail))
+        self._on_closed(self._exit_code, self.log.scrubbed(exit_reason(self._exit_code, self._stderr_tail)))
 
     def abort(self) -> None:
         """SIGKILL the child's process group."""
