@@ -4,6 +4,7 @@ raw Python error: search_tools' ``k`` and harness_recent_failures' ``since``."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from connection_support import plain_session
 
 from harness.config import Config, PolicyConfig
+from harness.events.attribution import Attribution
 from harness.gateway.facade import GatewayTools
 from harness.gateway.wire import jsonrpc
 from harness.rules.exposure import build_view
@@ -44,7 +46,8 @@ class _NoCallLog:
 
 
 def test_recent_failures_since_past_100_years_is_a_tool_error_naming_the_maximum() -> None:
-    tools = GatewayTools((None, None), None, _NoCallLog())  # type: ignore[arg-type]
+    tools = GatewayTools((None, None), None, _NoCallLog(), lambda _identity: frozenset())  # type: ignore[arg-type]
     arguments = {"since": "99999999999d", "harness": "a"}
+    harness_a = dataclasses.replace(UNATTRIBUTED, attribution=Attribution(harness="a", run_id="r"))
     with pytest.raises(ValueError, match=r"since: '99999999999d' is longer than .* 36500d \(100 years\)"):
-        asyncio.run(tools.call("harness_recent_failures", arguments, UNATTRIBUTED))
+        asyncio.run(tools.call("harness_recent_failures", arguments, harness_a))
