@@ -384,6 +384,7 @@ class Daemon:
             top_tools=self.reader.top_tools,
             respawn=lambda cfg: self._spawn(cfg, keep_history=True),
             record=running,
+            scrub=self._scrub,
         )
         for cfg in self.config.harnesses.values():
             if cfg.autostart:

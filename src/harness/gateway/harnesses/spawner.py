@@ -110,10 +110,13 @@ class HarnessSpawner:
         top_tools: Callable[[str, int], Awaitable[tuple[tuple[str, str], ...]]] | None = None,
         respawn: Callable[[HarnessConfig], Awaitable[object]] | None = None,
         record: RunningRecord | None = None,
+        scrub: Callable[[str], str] | None = None,
     ) -> None:
-        """``record`` keeps the running harnesses in the state dir, for a daemon after a crash."""
+        """``record`` keeps the running harnesses in the state dir, for a daemon after a crash;
+        ``scrub`` redacts the daemon's held secrets from what a harness prints before it is logged."""
         self.config = config
         self._record = record
+        self._scrub = scrub
         self._respawn = respawn or self.spawn
         self._top_tools = top_tools
         self._socket = socket_path.absolute()
@@ -200,7 +203,7 @@ class HarnessSpawner:
             HARNESS_RUN_ID=run_id,
         )
         workdir = cfg.workdir or (self.config.files[0].parent if self.config.files else Path.cwd())
-        log = BoundedLog(self.log_path(cfg.name))
+        log = BoundedLog(self.log_path(cfg.name), scrub=self._scrub)
         loop = asyncio.get_running_loop()
         try:  # from registering the token to the running process: a failure or a cancel forgets it
             await ask(self._policy, RegisterToken(token, identity))
