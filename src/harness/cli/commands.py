@@ -296,7 +296,9 @@ def _cmd_reload(ns: argparse.Namespace, g: Globals) -> int:
         f"reloaded; upstreams restarted or changed: {changed}; harnesses started: {started}; "
         f"harnesses stopped: {stopped}"
     )
-    return 0
+    for line in result.get("failed", ()):
+        print(f"harness reload: failed: {line}", file=sys.stderr)
+    return 1 if result.get("failed") else 0
 
 
 def _cmd_tools(ns: argparse.Namespace, g: Globals) -> int:

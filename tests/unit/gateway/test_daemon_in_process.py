@@ -102,7 +102,7 @@ def test_an_in_process_daemon_serves_its_harness_answers_the_control_socket_relo
             await asyncio.wait_for(demo_agent.run(calls=2, pause=0), WAIT)
 
             config_path.write_text(CONFIG.format(deny='deny = ["demo__fail"]'))
-            assert await daemon.reload() == {"upstreams_changed": [], "harnesses_stopped": []}
+            assert await daemon.reload() == {"upstreams_changed": [], "harnesses_stopped": [], "failed": []}
             demo = daemon.upstreams["demo"]
             before = demo.pid
             await asyncio.wait_for(demo.restart("restart requested by the test"), WAIT)
