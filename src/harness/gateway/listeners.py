@@ -8,6 +8,7 @@ print ``ready`` without it; a reload reports it in its answer and applies the re
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 
 from harness.config.model import McpSettings, loopback_address
@@ -24,7 +25,7 @@ class ListenerError(Exception):
 
 def failure(key: str, address: str, exc: OSError) -> str:
     """One line naming the setting, the address and why it cannot listen."""
-    reason = exc.strerror or str(exc)
+    reason = os.strerror(exc.errno) if exc.errno else str(exc)  # asyncio's own text repeats the address
     return f"[mcp] {key} {address}: {reason[:1].lower()}{reason[1:]}"
 
 
