@@ -25,8 +25,9 @@ def test_an_address_is_written_as_proc_net_tcp_writes_it():
 
 
 @pytest.mark.skipif(not SUPPORTED, reason="Linux /proc only")
+@pytest.mark.parametrize("netlink", [True, False], ids=["sock_diag", "proc_net_tcp"])
 @pytest.mark.parametrize("family", [socket.AF_INET, socket.AF_INET6])
-def test_the_process_and_uid_behind_a_loopback_connection_are_found_in_one_batch(family):
+def test_the_process_and_uid_behind_a_loopback_connection_are_found_in_one_batch(family, netlink):
     host = "127.0.0.1" if family == socket.AF_INET else "::1"
     with socket.socket(family) as server:
         server.bind((host, 0))
@@ -44,7 +45,7 @@ def test_the_process_and_uid_behind_a_loopback_connection_are_found_in_one_batch
             accepted = [server.accept()[0]]
             mine = socket.create_connection(server.getsockname()[:2])
             accepted.append(server.accept()[0])
-            peers = TcpPeers()
+            peers = TcpPeers(netlink=netlink)
 
             async def look() -> list:
                 return await asyncio.gather(
@@ -55,6 +56,7 @@ def test_the_process_and_uid_behind_a_loopback_connection_are_found_in_one_batch
             assert found == [(child.pid, os.getuid()), (os.getpid(), os.getuid())]
             assert peers.owners.scans == 1  # both in one scan
             mine.close()
+            peers.close()
         finally:
             for s in accepted:
                 s.close()
@@ -64,7 +66,7 @@ def test_the_process_and_uid_behind_a_loopback_connection_are_found_in_one_batch
 def test_a_connection_that_no_table_lists_is_unidentified(tmp_path):
     (tmp_path / "net").mkdir()
     (tmp_path / "net" / "tcp").write_text("  sl  local_address rem_address\n")
-    peers = TcpPeers(proc=str(tmp_path), supported=True)
+    peers = TcpPeers(proc=str(tmp_path), supported=True, netlink=False)
     assert peers.identify([(("127.0.0.1", 5000), ("127.0.0.1", 80))]) == [None]
     assert TcpPeers(supported=False).identify([]) == []
 

@@ -6,7 +6,7 @@ placed in the process tree like a control-socket peer (``peers.py``) and counted
 request's token then passes the control socket's origin rule (``rules.access.session_token``): a
 process in harness B's tree cannot present harness A's token. A connection whose peer cannot be
 identified may present no token unless ``[mcp] listen_unidentified_peers = "allow"``. Refusals are
-logged at most once per second per reason. docs/control-socket.md has the model and the numbers.
+logged at most once per 10 s per reason. docs/control-socket.md has the model and the numbers.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ MAX_CONNECTIONS = 256
 """Connections at most, or a quarter of the descriptor limit if that is less."""
 PER_UID = 32
 """Connections per uid other than the daemon's."""
+LOG_INTERVAL_S = 10.0
+"""At most one refusal line per reason this often: any local user can cause them."""
 
 
 def http_limits() -> Limits:
@@ -55,7 +57,7 @@ class HttpDoor:
         self.allow_unidentified = allow_unidentified
         self.counts = ConnectionCounts(limits or http_limits())
         self._peers = peers or TcpPeers()
-        self._log = RateLimitedLog(logger)
+        self._log = RateLimitedLog(logger, LOG_INTERVAL_S)
 
     async def admit(self, writer: asyncio.StreamWriter) -> PeerOrigin | str:
         """The peer's origin, counted; or why the connection is refused (logged, rate-limited)."""
@@ -81,6 +83,10 @@ class HttpDoor:
                 return PeerOrigin("unverified", origin.pid, origin.uid)
             return PeerOrigin("unknown", origin.pid, origin.uid)
         return origin
+
+    def close(self) -> None:
+        """The endpoint stopped."""
+        self._peers.close()
 
     def release(self, origin: PeerOrigin) -> None:
         """An admitted connection ended."""

@@ -18,6 +18,8 @@ Checks, in this order (the answer to the first that fails):
 ``Origin`` present and not loopback         403 (a browser page on another origin)
 no ``Authorization: Bearer <token>``        401, ``WWW-Authenticate: Bearer``
 a token no running harness holds            401
+the connection's process may not present    403 (``http_door.py``: a process in harness B's tree
+this token                                  presenting A's token, as on the control socket)
 no ``Mcp-Session-Id`` (not ``initialize``,  400
 nor a 2026-07-28 request)
 an unknown or ended session id              404 (the client starts a new session)
@@ -25,10 +27,8 @@ the session was opened with another token   403
 ==========================================  =====================================================
 
 Before any of these, each connection is identified and counted (``http_door.py``: 503 past a cap),
-and after the token, the connection's peer must be allowed to present it (403: a process in harness
-B's tree presenting A's token, as on the control socket). A refusal before a usable token closes the
-connection; a request head must arrive within 5 s (408). An unexpected failure on a connection is one
-rate-limited log line, never a traceback.
+and its request head must arrive within 5 s (408). A refusal before a usable token closes the
+connection. An unexpected failure on a connection is one rate-limited log line, never a traceback.
 """
 
 from __future__ import annotations
@@ -115,6 +115,7 @@ class HttpEndpoint:
         """Stop listening, end every session and connection."""
         if self._server is not None:
             self._server.close()
+        self.door.close()
         for session in list(self.sessions.values()):
             session.end("the HTTP endpoint stopped")
         self.sessions.clear()
