@@ -10,13 +10,14 @@ HARNESS_MCP_TOKEN; ``stolen:NAME`` is harness NAME's, read from its /proc enviro
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
+
+from harness.testing.http_fuzz import post
 
 
 def _token_of(name: str, state: str) -> str:
@@ -32,29 +33,6 @@ def _token_of(name: str, state: str) -> str:
         time.sleep(0.1)
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     return next(e.split(b"=", 1)[1].decode() for e in environ if e.startswith(b"HARNESS_MCP_TOKEN="))
-
-
-def post(port: int, token: str, body: dict[str, Any], session: str | None = None) -> dict[str, Any]:
-    """One POST /mcp on a new connection: status, session id and body."""
-    headers = {
-        "Host": f"127.0.0.1:{port}",
-        "Authorization": f"Bearer {token}",
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-    }
-    if session:
-        headers["Mcp-Session-Id"] = session
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        conn.request("POST", "/mcp", json.dumps(body), headers)
-        response = conn.getresponse()
-        return {
-            "status": response.status,
-            "session": response.getheader("Mcp-Session-Id"),
-            "body": response.read().decode(errors="replace"),
-        }
-    finally:
-        conn.close()
 
 
 def _step(port: int, token: str, text: str) -> dict[str, Any]:

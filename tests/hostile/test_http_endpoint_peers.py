@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from daemon_support import PY, running, toml_list, wait_for
-from http_agent import post
 
+from harness.testing.http_fuzz import post
 from support import DEMO_UPSTREAM, INITIALIZE, free_port
 
 AGENT = Path(__file__).with_name("http_agent.py")

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 from daemon_support import PY, Daemon, running, toml_list, wait_for
-from http_agent import post
 
-from harness.testing.http_fuzz import fuzz, send
+from harness.testing.http_fuzz import fuzz, post, send
 from support import DEMO_UPSTREAM, INITIALIZE, free_port, holds_for
 
 
@@ -107,13 +106,12 @@ def test_one_process_cannot_hold_every_connection_its_extra_ones_get_503_and_ano
             assert b"already has 16 connections open" in answer
             # A client in another process still gets through at once.
             code = (
-                "import sys, time; sys.path[:0] = sys.argv[3:]; from http_agent import post; "
+                "import sys, time; from harness.testing.http_fuzz import post; "
                 "t = time.monotonic(); r = post(int(sys.argv[1]), sys.argv[2], "
                 f"{INITIALIZE!r}); print(r['status'], time.monotonic() - t)"
             )
-            here = str(Path(__file__).parent)
             done = subprocess.run(
-                [PY, "-c", code, str(port), token, here], capture_output=True, text=True, timeout=30
+                [PY, "-c", code, str(port), token], capture_output=True, text=True, timeout=30
             )
             status, took = done.stdout.split()
             assert status == "200" and float(took) < 1.0, done

@@ -13,13 +13,16 @@ hold PORT COUNT SECONDS`` runs :func:`hold` in a process of its own (bench/http_
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
+import os
 import random
 import socket
 import sys
 import threading
 import time
 from collections import Counter
+from typing import Any
 
 GOOD_CONTENT_LENGTHS = ("0", "2", "17")
 BAD_CONTENT_LENGTHS = (
@@ -93,16 +96,26 @@ def hostile_request(rng: random.Random, port: int, token: str | None = None) -> 
     return head.encode("utf-8", errors="surrogateescape") + body
 
 
-def fuzz(port: int, count: int, seed: int, token: str | None = None, threads: int = 8) -> Counter[int]:
-    """Send ``count`` hostile requests (seeded) from ``threads`` threads; the outcomes of
-    :func:`send` counted."""
+def fuzz(
+    port: int,
+    count: int,
+    seed: int,
+    token: str | None = None,
+    threads: int = 8,
+    seconds: float = 3600.0,
+) -> Counter[int]:
+    """Send ``count`` hostile requests (seeded) from ``threads`` threads, for at most ``seconds``;
+    the outcomes of :func:`send` counted."""
     outcomes: Counter[int] = Counter()
     lock = threading.Lock()
+    deadline = time.monotonic() + seconds
 
     def worker(index: int) -> None:
         rng = random.Random(seed * 1000 + index)
         mine: Counter[int] = Counter()
         for _ in range(count // threads + (index < count % threads)):
+            if time.monotonic() > deadline:
+                break
             try:
                 mine[send(port, hostile_request(rng, port, token))] += 1
             except OSError:
@@ -149,6 +162,62 @@ def send(port: int, data: bytes, timeout: float = 10.0) -> int:
     return -1
 
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "h", "version": "0"},
+    },
+}
+
+
+def post(port: int, token: str, body: dict[str, Any], session: str | None = None) -> dict[str, Any]:
+    """One well-formed POST /mcp with ``token`` on a new connection: status, session id and body."""
+    headers = {
+        "Host": f"127.0.0.1:{port}",
+        "Authorization": f"Bearer {token}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    if session:
+        headers["Mcp-Session-Id"] = session
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("POST", "/mcp", json.dumps(body), headers)
+        response = conn.getresponse()
+        return {
+            "status": response.status,
+            "session": response.getheader("Mcp-Session-Id"),
+            "body": response.read().decode(errors="replace"),
+        }
+    finally:
+        conn.close()
+
+
+def probe(port: int, out: str, seconds: float, tool: str) -> None:
+    """A client with its own token (HARNESS_MCP_TOKEN): every 0.2 s for ``seconds``, initialize a
+    session and call ``tool`` on fresh connections; one JSON line per try in ``out`` (the HTTP status
+    of the call, or 0 on a connection error; the seconds both took)."""
+    token = os.environ["HARNESS_MCP_TOKEN"]
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": {}}}
+    end = time.monotonic() + seconds
+    with open(out, "a") as log:
+        while time.monotonic() < end:
+            started = time.monotonic()
+            try:
+                opened = post(port, token, INITIALIZE)
+                status = post(port, token, call, opened["session"])["status"] if opened["session"] else 0
+            except (OSError, http.client.HTTPException):
+                status = 0
+            took = time.monotonic() - started
+            log.write(json.dumps({"at": time.time(), "status": status, "seconds": round(took, 4)}) + "\n")
+            log.flush()
+            time.sleep(0.2)
+
+
 def hold(port: int, count: int, seconds: float) -> Counter[str]:
     """Open ``count`` connections that send a request head's start and then a byte a second, for at
     most ``seconds``; how each ended: ``"<status>"`` answered, ``"closed"``, ``"held"`` (still open at
@@ -187,5 +256,9 @@ def hold(port: int, count: int, seconds: float) -> Counter[str]:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["hold"]:
+    if sys.argv[1:2] == ["hold"]:  # hold PORT COUNT SECONDS: starts on a line on stdin
+        print("ready", flush=True)
+        sys.stdin.readline()
         print(json.dumps(hold(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))))
+    elif sys.argv[1:2] == ["probe"]:
+        probe(int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), sys.argv[5])
