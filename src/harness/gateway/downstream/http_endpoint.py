@@ -68,6 +68,9 @@ from harness.rules.routing import Identity
 log = logging.getLogger(__name__)
 
 PATH = "/mcp"
+BACKLOG = 1024
+"""Connections the kernel queues before accept: past it a connect's SYN is dropped and retried a
+second later, which a burst of 1,000 connections from other processes would cost a client."""
 MAX_SESSIONS_PER_TOKEN = 16
 KEEP_ALIVE_S = 120.0
 """An idle keep-alive connection is closed after this long."""
@@ -109,7 +112,9 @@ class HttpEndpoint:
 
     async def start(self) -> None:
         """Listen (OSError if the address is taken)."""
-        self._server = await asyncio.start_server(self._connected, self.host, self.port, limit=MAX_HEAD)
+        self._server = await asyncio.start_server(
+            self._connected, self.host, self.port, limit=MAX_HEAD, backlog=BACKLOG
+        )
 
     async def close(self) -> None:
         """Stop listening, end every session and connection."""
