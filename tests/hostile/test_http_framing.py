@@ -131,6 +131,7 @@ def test_the_status_page_and_metrics_answer_421_to_a_foreign_host(tmp_path):
             with pytest.raises(urllib.error.HTTPError) as refused:
                 urllib.request.urlopen(foreign, timeout=10)
             assert refused.value.code == 421
+            refused.value.close()
             for host in (f"127.0.0.1:{metrics}", f"localhost:{metrics}"):
                 own = urllib.request.Request(url, headers={"Host": host})
                 with urllib.request.urlopen(own, timeout=10) as response:
