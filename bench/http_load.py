@@ -169,6 +169,50 @@ def http_load(
     return figures
 
 
+def lookup_cost(connections: int = 1000, rounds: int = 20) -> dict[str, float]:
+    """Milliseconds (medians of ``rounds``) of one peer lookup with ``connections`` open loopback
+    connections on the host: sock_diag, /proc/net/tcp, an fd scan of every process, of one owner."""
+    from harness.gateway.downstream.tcp_peers import SocketOwners, TcpPeers
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 2 * connections + 64)), hard))
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(connections)
+        pairs = []
+        for _ in range(connections):
+            client = socket.create_connection(server.getsockname())
+            pairs.append((client, server.accept()[0]))
+        last = pairs[-1][1]
+        pair = (last.getpeername(), last.getsockname())
+
+        def median_ms(run: object) -> float:
+            times = []
+            for _ in range(rounds):
+                start = time.perf_counter()
+                run()  # type: ignore[operator]
+                times.append((time.perf_counter() - start) * 1000)
+            return round(sorted(times)[rounds // 2], 3)
+
+        netlink, table = TcpPeers(), TcpPeers(netlink=False)
+        inode = os.fstat(pairs[-1][0].fileno()).st_ino
+        owners = SocketOwners()
+        figures = {
+            "processes": float(sum(name.isdigit() for name in os.listdir("/proc"))),
+            "sock_diag_ms": median_ms(lambda: netlink._rows([pair])),
+            "proc_net_tcp_ms": median_ms(lambda: table._rows([pair])),
+            "scan_every_process_ms": median_ms(lambda: owners._scan(owners._all())),
+            "scan_one_owner_ms": median_ms(lambda: owners._scan([str(os.getpid())])),
+            "remembered_socket_ms": median_ms(lambda: (owners.pids({inode}), netlink._rows([pair]))),
+        }
+        netlink.close()
+        table.close()
+        for client, accepted in pairs:
+            client.close()
+            accepted.close()
+    return figures
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--half-open", type=int, default=1000)
@@ -178,7 +222,13 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=8, help="fuzzing threads")
     ap.add_argument("--seconds", type=float, default=600.0, help="the fuzzing stops after this long")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--lookup-cost", type=int, metavar="N", help="only time a peer lookup with N connections open"
+    )
     a = ap.parse_args()
+    if a.lookup_cost is not None:
+        print(json.dumps(lookup_cost(a.lookup_cost)))
+        return 0
     with tempfile.TemporaryDirectory(prefix="hld-", dir="/tmp") as folder:
         figures = http_load(Path(folder), a.half_open, a.fuzzed, a.seed, a.holders, a.threads, a.seconds)
     if a.json:
