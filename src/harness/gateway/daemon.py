@@ -64,7 +64,7 @@ from harness.gateway.evidence.telemetry import TelemetryExport
 from harness.gateway.facade import GatewayTools, read_libraries
 from harness.gateway.harnesses.spawner import HarnessSpawner
 from harness.gateway.harnesses.subreaper import OrphanReaper, adopt_orphans
-from harness.gateway.listeners import ListenerError, Listeners
+from harness.gateway.listeners import Listeners, must_listen
 from harness.gateway.processes import BoundedLog
 from harness.gateway.state_dir import DaemonLock, StatePaths
 from harness.gateway.store_reader import StoreReader
@@ -331,15 +331,11 @@ class Daemon:
         await ask(self._policy, Barrier())
         writer = self._writer
         await asyncio.to_thread(lambda: writer.proxy().wait_flushed().get(timeout=30))
-        failures = self.listeners.serve_metrics(self.config.mcp)
-        if failures:
-            raise ListenerError("; ".join(failures))
+        must_listen(self.listeners.serve_metrics(self.config.mcp))
         await self._apply_telemetry()
         self._orphans = adopt_orphans()  # before harnesses start: their orphans stay in our tree
         self._server = await self._listen()
-        failures = await self.listeners.serve_http(self.config.mcp)
-        if failures:
-            raise ListenerError("; ".join(failures))
+        must_listen(await self.listeners.serve_http(self.config.mcp))
         self._spawner = HarnessSpawner(
             config=self.config,
             socket_path=self.paths.socket,

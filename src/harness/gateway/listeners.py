@@ -29,6 +29,12 @@ def failure(key: str, address: str, exc: OSError) -> str:
     return f"[mcp] {key} {address}: {reason[:1].lower()}{reason[1:]}"
 
 
+def must_listen(failures: list[str]) -> None:
+    """At start: a listener that failed stops the daemon (:class:`ListenerError`)."""
+    if failures:
+        raise ListenerError("; ".join(failures))
+
+
 class Listeners:
     """The HTTP endpoint and the metrics listener of one daemon."""
 

@@ -15,7 +15,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 
-from harness.gateway.downstream.http_wire import HEAD_TIMEOUT_S, HttpRefusal
+from harness.gateway.downstream.http_wire import HttpRefusal
 from harness.gateway.downstream.limits import ConnectionCounts, Limits, RateLimitedLog, total_cap
 from harness.gateway.downstream.peers import Attributor
 from harness.gateway.downstream.tcp_peers import TcpPeers
@@ -34,9 +34,7 @@ LOG_INTERVAL_S = 10.0
 
 def http_limits() -> Limits:
     """The endpoint's caps, sized to this process's descriptor limit."""
-    return Limits.sized(
-        min(MAX_CONNECTIONS, total_cap()), HEAD_TIMEOUT_S, per_uid=PER_UID, name="the HTTP endpoint"
-    )
+    return Limits.sized(min(MAX_CONNECTIONS, total_cap()), per_uid=PER_UID, name="the HTTP endpoint")
 
 
 class HttpDoor:
@@ -93,7 +91,7 @@ class HttpDoor:
         self.counts.release(origin)
 
     def refused(self, reason: str, message: str) -> None:
-        """Log a refusal, at most once per second per ``reason``."""
+        """Log a refusal, at most once per ``LOG_INTERVAL_S`` per ``reason``."""
         self._log.note(reason, message)
 
     def check_token(self, origin: PeerOrigin, token: str) -> None:
