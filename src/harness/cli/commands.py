@@ -340,7 +340,9 @@ def _cmd_reload(ns: argparse.Namespace, g: Globals) -> int:
     )
     for name, why in result.get("upstreams_not_up", {}).items():
         print(f"upstream {name} is not up: {why} (`harness logs {name}` shows its output)")
-    return 0
+    for line in result.get("failed", ()):
+        print(f"harness reload: failed: {line}", file=sys.stderr)
+    return 1 if result.get("failed") else 0
 
 
 def _cmd_tools(ns: argparse.Namespace, g: Globals) -> int:

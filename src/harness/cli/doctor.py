@@ -4,6 +4,7 @@ any problem makes the exit code 1. Works with the daemon stopped."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import socket
@@ -321,7 +322,33 @@ def _endpoints(report: Report, paths: StatePaths, config: Config | None, *, runn
             report.add("endpoints", "problem", f"[mcp] metrics_listen {listen}: {exc.strerror or exc}")
         else:
             report.add("endpoints", "ok", f"[mcp] metrics_listen {listen}: accepts (/metrics)")
-    report.add("endpoints", "note", "[mcp] listen (Streamable HTTP): not built yet")
+    _http_endpoint(report, config.mcp.listen, running=running)
+
+
+def _http_endpoint(report: Report, listen: str, *, running: bool) -> None:
+    """``[mcp] listen``: a POST /mcp without a token must be answered 401."""
+    if not listen:
+        report.add("endpoints", "note", "[mcp] listen (Streamable HTTP): off")
+        return
+    if not running:
+        report.add("endpoints", "note", f"[mcp] listen {listen}: not checked (the daemon is not running)")
+        return
+    host, port = loopback_address(listen)
+    conn = http.client.HTTPConnection(host, port, timeout=5.0)
+    try:
+        conn.request("POST", "/mcp", b"{}", {"Host": f"{host}:{port}", "Content-Type": "application/json"})
+        status = conn.getresponse().status
+    except (OSError, http.client.HTTPException) as exc:
+        report.add("endpoints", "problem", f"[mcp] listen {listen}: {getattr(exc, 'strerror', None) or exc}")
+        return
+    finally:
+        conn.close()
+    if status == 401:
+        report.add("endpoints", "ok", f"[mcp] listen {listen}: answers (POST /mcp without a token: 401)")
+    else:
+        report.add(
+            "endpoints", "problem", f"[mcp] listen {listen}: POST /mcp without a token got {status}, not 401"
+        )
 
 
 def _store(report: Report, paths: StatePaths, config: Config | None) -> None:

@@ -53,6 +53,7 @@ class McpSettings(BaseModel):
     prompt_paths: tuple[Path, ...] = ()
     skill_paths: tuple[Path, ...] = ()
     listen: StrictStr = ""
+    listen_unidentified_peers: Literal["refuse", "allow"] = "refuse"
     metrics_listen: StrictStr = ""
     export_telemetry: StrictBool = False
     default_policy: StrictStr = ""

@@ -33,7 +33,6 @@ from harness.config import (
     load_config,
 )
 from harness.config.approvals import approved_only, read_approvals, unapproved_hint
-from harness.config.model import loopback_address
 from harness.events import (
     ConfigReloaded,
     DaemonStarted,
@@ -48,7 +47,6 @@ from harness.gateway.control_plane import ControlPlane
 from harness.gateway.downstream.connection import session_opened_event
 from harness.gateway.downstream.control_socket import ControlSocket
 from harness.gateway.downstream.features import ServerFeatures
-from harness.gateway.downstream.http_endpoint import HttpEndpoint
 from harness.gateway.downstream.log_relay import LogRelay
 from harness.gateway.downstream.resource_proxy import Subscriptions
 from harness.gateway.downstream.session import DownstreamSession, PolicyPublished
@@ -67,6 +65,7 @@ from harness.gateway.facade import GatewayTools, read_libraries
 from harness.gateway.harnesses.spawner import HarnessSpawner
 from harness.gateway.harnesses.subreaper import OrphanReaper, adopt_orphans
 from harness.gateway.harnesses.survivors import RunningRecord, stop_survivors
+from harness.gateway.listeners import Listeners, must_listen
 from harness.gateway.processes import BoundedLog
 from harness.gateway.state_dir import DaemonLock, StatePaths
 from harness.gateway.store_reader import StoreReader
@@ -129,7 +128,6 @@ class Daemon:
         self._spawner: HarnessSpawner | None = None
         self._server: asyncio.AbstractServer | None = None
         self._orphans: OrphanReaper | None = None
-        self._http: HttpEndpoint | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop = asyncio.Event()
         self._stop_reason = ""
@@ -142,8 +140,12 @@ class Daemon:
         self.unshared = UnsharedUpstreams(self._instance, self._stop_upstream, self._harness_workdir)
         self.control = ControlPlane(self)
         self.own_tools = GatewayTools(read_libraries(config), self.control, self.reader, self.exposed)
-        page = StatusPage(lambda: self._loop, self.control.status, self.paths.db, self._scrub)
-        self._metrics = MetricsListener(page)
+        self.listeners = Listeners(
+            MetricsListener(StatusPage(lambda: self._loop, self.control.status, self.paths.db, self._scrub)),
+            self._http_session,
+            lambda: self.routing.current.identities,
+            lambda: self._spawner.running_pids() if self._spawner else {},
+        )
 
     # ---------------------------------------------------------------- events
 
@@ -270,25 +272,6 @@ class Daemon:
         self._track(session)
         return session
 
-    async def _serve_http(self) -> None:
-        """Start, move or stop the loopback HTTP endpoint as ``[mcp] listen`` says."""
-        listen = self.config.mcp.listen
-        current = self._http
-        if current is not None and listen and (current.host, current.port) == loopback_address(listen):
-            return
-        if current is not None:
-            self._http = None
-            await current.close()
-        if listen:
-            host, port = loopback_address(listen)
-            endpoint = HttpEndpoint(host, port, self._http_session, lambda: self.routing.current.identities)
-            try:
-                await endpoint.start()
-            except OSError as exc:
-                log.error("listen %s: cannot listen: %s", listen, exc.strerror or exc)
-                return
-            self._http = endpoint
-
     def _track(self, session: DownstreamSession) -> None:
         self.sessions.add(session)
 
@@ -369,11 +352,11 @@ class Daemon:
         await ask(self._policy, Barrier())
         writer = self._writer
         await asyncio.to_thread(lambda: writer.proxy().wait_flushed().get(timeout=30))
-        self._serve_metrics()
+        must_listen(self.listeners.serve_metrics(self.config.mcp))
         await self._apply_telemetry()
         self._orphans = adopt_orphans()  # before harnesses start: their orphans stay in our tree
         self._server = await self._listen()
-        await self._serve_http()
+        must_listen(await self.listeners.serve_http(self.config.mcp))
         self._spawner = HarnessSpawner(
             config=self.config,
             socket_path=self.paths.socket,
@@ -403,10 +386,6 @@ class Daemon:
                 cutoff = time.time() - self.config.mcp.call_log_days * 86_400
                 self._writer.tell(Compact(older_than=cutoff))
             await asyncio.sleep(RETENTION_INTERVAL_S)
-
-    def _serve_metrics(self) -> None:
-        listen = self.config.mcp.metrics_listen
-        self._metrics.serve(loopback_address(listen) if listen else None)
 
     def _config_folder(self) -> Path:
         return self.config.files[0].parent if self.config.files else Path.cwd()
@@ -566,12 +545,11 @@ class Daemon:
             old, self.config, self.unapproved = self.config, new, unapproved
             self.recorder.args_mode = new.mcp.call_log_args
             self.recorder.known = KnownSecrets.of(new)
-            try:
-                self._serve_metrics()
-            except OSError as exc:
-                log.error("metrics_listen %s: cannot listen: %s", new.mcp.metrics_listen, exc.strerror or exc)
+            failed = self.listeners.serve_metrics(new.mcp)
             await self._apply_telemetry()
-            await self._serve_http()
+            failed += await self.listeners.serve_http(new.mcp)
+            for line in failed:
+                log.error("reload: %s (the rest of the configuration applies)", line)
             self.own_tools.use(await asyncio.to_thread(read_libraries, new))
             assert self._policy is not None and self._spawner is not None
             self._spawner.config = new
@@ -592,7 +570,12 @@ class Daemon:
                     harnesses_stopped=tuple(gone),
                 )
             )
-            return {"upstreams_changed": changed, "upstreams_not_up": not_up, "harnesses_stopped": gone}
+            return {
+                "upstreams_changed": changed,
+                "upstreams_not_up": not_up,
+                "harnesses_stopped": gone,
+                "failed": failed,
+            }
 
     async def _reconcile_upstreams(self, old: Config, new: Config) -> tuple[list[str], dict[str, str]]:
         """Stop the upstreams removed or changed and start the added or changed ones; the changed
@@ -627,7 +610,7 @@ class Daemon:
             if self._orphans is not None:  # every child stopped: reap the orphans they left
                 await self._orphans.finish()
         log.debug("children stopped after %.3fs", time.perf_counter() - started)
-        self._metrics.close()
+        self.listeners.metrics.close()
         await self._stop_telemetry()  # every call so far has its span sent
         self.emit(DaemonStopped(ts=time.time(), reason=self._stop_reason or "stopped"))
         if self._policy is not None:
@@ -647,8 +630,7 @@ class Daemon:
             task.cancel()
         if self._server is not None:
             self._server.close()
-        if self._http is not None:
-            await self._http.close()
+        await self.listeners.close_http()
         for session in list(self.sessions):
             session.close("daemon stopping")
         if self._spawner is not None:

@@ -95,7 +95,7 @@ def test_a_good_configuration_without_a_daemon_passes_and_lists_every_shared_ups
     assert any(t.startswith("not running") for t in texts)
     assert f"coder: argv[0] {PY} -> {PY}" in texts
     assert "idle: no argv: never spawned (autostart = false)" in texts
-    assert "[mcp] listen (Streamable HTTP): not built yet" in texts
+    assert "[mcp] listen (Streamable HTTP): off" in texts
     assert report["store"] == {"path": str(tmp_path / "state" / "harness.db"), "call_log_days": 30}
     human = doctor("--config", str(config), "--state-dir", str(tmp_path / "state"))
     assert human.returncode == 0 and human.stdout.rstrip().endswith("no problems found")

@@ -110,6 +110,7 @@ def test_an_in_process_daemon_serves_its_harness_answers_the_control_socket_relo
                 "upstreams_changed": [],
                 "upstreams_not_up": {},
                 "harnesses_stopped": [],
+                "failed": [],
             }
             demo = daemon.upstreams["demo"]
             before = demo.pid

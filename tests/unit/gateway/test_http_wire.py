@@ -37,6 +37,10 @@ def test_a_clean_end_of_the_connection_is_none():
         (b"POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 501),
         (b"POST /mcp HTTP/1.1\r\nContent-Length: " + str(MAX_BODY + 1).encode() + b"\r\n\r\n", 413),
         (b"POST /mcp HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400),
+        ("POST /mcp HTTP/1.1\r\nContent-Length: \u00b2\r\n\r\n".encode("latin-1"), 400),  # "²".isdigit()
+        ("POST /mcp HTTP/1.1\r\nContent-Length: \u0663\r\n\r\n".encode(), 400),
+        (b"POST /mcp HTTP/1.1\r\nContent-Length: " + b"0" * 5000 + b"1\r\n\r\n", 413),
+        (b"POST /mcp HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 0\r\n\r\n{}", 400),
         (b"GARBAGE\r\n\r\n", 400),
         (b"GET /mcp HTTP/2\r\n\r\n", 400),
         (b"GET /mcp HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
@@ -49,3 +53,14 @@ def test_a_bad_request_is_refused_with_its_status(data, status):
     with pytest.raises(HttpRefusal) as refused:
         _read(data)
     assert refused.value.status == status
+
+
+def test_a_request_head_that_stops_short_is_refused_408_after_the_head_deadline():
+    async def go():
+        reader = asyncio.StreamReader(limit=MAX_HEAD)
+        reader.feed_data(b"POST /mcp HTTP/1.1\r\nHost: h\r\n")
+        return await read_request(reader, head_timeout=0.05)
+
+    with pytest.raises(HttpRefusal) as refused:
+        asyncio.run(go())
+    assert refused.value.status == 408

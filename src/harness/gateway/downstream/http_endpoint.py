@@ -18,175 +18,64 @@ Checks, in this order (the answer to the first that fails):
 ``Origin`` present and not loopback         403 (a browser page on another origin)
 no ``Authorization: Bearer <token>``        401, ``WWW-Authenticate: Bearer``
 a token no running harness holds            401
+the connection's process may not present    403 (``http_door.py``: a process in harness B's tree
+this token                                  presenting A's token, as on the control socket)
 no ``Mcp-Session-Id`` (not ``initialize``,  400
 nor a 2026-07-28 request)
 an unknown or ended session id              404 (the client starts a new session)
 the session was opened with another token   403
 ==========================================  =====================================================
 
-Over TCP there is no peer process to place in the daemon's tree: the token alone decides who a
-session is (docs/control-socket.md explains what the bridge checks besides).
+Before any of these, each connection is identified and counted (``http_door.py``: 503 past a cap),
+and its request head must arrive within 5 s (408). A refusal before a usable token closes the
+connection. An unexpected failure on a connection is one rate-limited log line, never a traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from harness.gateway.downstream import modern_era
+from harness.gateway.downstream.http_door import HttpDoor
+from harness.gateway.downstream.http_session import Exchange, HttpSession, SessionFactory
 from harness.gateway.downstream.http_wire import (
+    HEAD_TIMEOUT_S,
     MAX_HEAD,
     ClientGone,
     HttpRefusal,
     Request,
     answers,
     drain,
+    loopback_hosts,
     next_line,
     read_request,
     respond,
     respond_refusal,
     stream,
 )
-from harness.gateway.downstream.session import HANDSHAKE_VERSIONS, DownstreamSession
+from harness.gateway.downstream.session import HANDSHAKE_VERSIONS
 from harness.gateway.wire import jsonrpc
-from harness.gateway.wire.batch import json_array, request_ids
+from harness.gateway.wire.batch import json_array
+from harness.rules.access import PeerOrigin
 from harness.rules.routing import Identity
 
 log = logging.getLogger(__name__)
 
 PATH = "/mcp"
-MAX_CONNECTIONS = 256
+BACKLOG = 1024
+"""Connections the kernel queues before accept: past it a connect's SYN is dropped and retried a
+second later, which a burst of 1,000 connections from other processes would cost a client."""
 MAX_SESSIONS_PER_TOKEN = 16
 KEEP_ALIVE_S = 120.0
 """An idle keep-alive connection is closed after this long."""
 SESSION_IDLE_S = 3600.0
 """A session with no request for this long (and no open stream) is ended when a new one opens."""
-
-SessionFactory = Callable[[str, Callable[[bytes], None]], DownstreamSession]
-"""Opens a downstream session for a token with a ``send`` callback (the daemon's ``new_session``)."""
-
-
-@dataclass(eq=False)
-class _Exchange:
-    """One POST's answer: the requests it carried, their progress tokens, what goes back."""
-
-    ids: set[Any]
-    tokens: set[Any]
-    lines: asyncio.Queue[bytes | None] = field(default_factory=asyncio.Queue)
-    notified: bool = False
-    """A notification was routed here (the answer must be a stream, not one JSON body)."""
-
-    def put(self, line: bytes, *, answer_to: Any = None) -> None:
-        self.lines.put_nowait(line)
-        if answer_to is None:
-            self.notified = True
-        else:
-            self.ids.discard(answer_to)
-            if not self.ids:
-                self.lines.put_nowait(None)
-
-
-class HttpSession:
-    """A downstream session reached over HTTP: routes what the session sends to the POST stream of
-    the request it answers (or whose progress token it carries), else to the GET stream."""
-
-    def __init__(self, token: str, new_session: SessionFactory) -> None:
-        self.id = secrets.token_urlsafe(24)
-        self.token = token
-        self.last_used = time.monotonic()
-        self._by_id: dict[Any, _Exchange] = {}
-        self._by_token: dict[Any, _Exchange] = {}
-        self.current: _Exchange | None = None
-        """The exchange whose messages the session is handling right now (synchronous answers)."""
-        self.standalone: asyncio.Queue[bytes | None] | None = None
-        self.session = new_session(token, self.send)
-        self.session.features.send_related = self.send_related
-        self.session.answers_batches = False  # each POST's exchange assembles its batch's answer
-
-    def open_exchange(self, messages: list[Any]) -> _Exchange:
-        """An exchange for the requests among ``messages``, registered before the session sees them."""
-        ids = request_ids(messages)
-        tokens: set[Any] = set()
-        for m in messages:
-            if isinstance(m, dict) and jsonrpc.is_id(m.get("id")) and m["id"] in ids:
-                meta = m.get("params", {}).get("_meta") if isinstance(m.get("params"), dict) else None
-                if isinstance(meta, dict) and jsonrpc.is_id(meta.get("progressToken")):
-                    tokens.add(meta["progressToken"])
-        exchange = _Exchange(ids, tokens)
-        for request_id in ids:
-            self._by_id.setdefault(request_id, exchange)  # an id in flight keeps its exchange
-        for token in tokens:
-            self._by_token.setdefault(token, exchange)
-        return exchange
-
-    @property
-    def busy(self) -> bool:
-        """A request of this session is still being answered (a listen stream stays open)."""
-        return bool(self._by_id)
-
-    def close_exchange(self, exchange: _Exchange) -> None:
-        """Forget an exchange (answered, or its client went away)."""
-        for table in (self._by_id, self._by_token):
-            for key in [k for k, v in table.items() if v is exchange]:
-                del table[key]
-
-    def send(self, line: bytes) -> None:
-        """The session's output: to the exchange it belongs to, else the GET stream, else dropped."""
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return
-        request_id = message.get("id") if isinstance(message, dict) else None
-        if not jsonrpc.is_id(request_id):
-            request_id = None
-        is_answer = isinstance(message, dict) and "method" not in message
-        current = self.current
-        if is_answer and current is not None and (request_id is None or request_id in current.ids):
-            current.put(line, answer_to=request_id if request_id in current.ids else None)
-            if request_id is not None and self._by_id.get(request_id) is current:
-                del self._by_id[request_id]
-            return
-        if is_answer and (exchange := self._by_id.pop(request_id, None)) is not None:
-            exchange.put(line, answer_to=request_id)
-            return
-        params = message.get("params") if isinstance(message, dict) else None
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        listen_id = meta.get(modern_era.SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None
-        if listen_id is not None and (exchange := self._by_id.get(listen_id)) is not None:
-            exchange.put(line)  # a 2026-07-28 listen stream is its request's response stream
-            return
-        if isinstance(message, dict) and message.get("method") == "notifications/progress":
-            params = message.get("params")
-            token = params.get("progressToken") if isinstance(params, dict) else None
-            if (exchange := self._by_token.get(token)) is not None:
-                exchange.put(line)
-                return
-        if self.standalone is not None:
-            self.standalone.put_nowait(line)
-
-    def send_related(self, line: bytes, request_id: Any) -> None:
-        """A request to the agent made for one of its requests (an elicitation during a call): on that
-        request's response stream, as the spec asks, else the GET stream."""
-        exchange = self._by_id.get(request_id)
-        if exchange is not None:
-            exchange.put(line)
-        else:
-            self.send(line)
-
-    def end(self, reason: str) -> None:
-        """End the session: its streams close."""
-        self.session.close(reason)
-        if self.standalone is not None:
-            self.standalone.put_nowait(None)
-        for exchange in {*self._by_id.values(), *self._by_token.values()}:
-            exchange.lines.put_nowait(None)
 
 
 def _modern(message: Any) -> bool:
@@ -207,27 +96,31 @@ class HttpEndpoint:
         port: int,
         new_session: SessionFactory,
         identities: Callable[[], Mapping[str, Identity]],
+        door: HttpDoor,
     ) -> None:
         self.host, self.port = host, port
         self._new_session = new_session
         self._identities = identities
+        self.door = door
         self.sessions: dict[str, HttpSession] = {}
         self._modern: dict[str, HttpSession] = {}
         """Each token's 2026-07-28 session (that era has no session ids; its state is the token's)."""
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[Any]] = set()
-        names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
-        self._hosts = {f"{name}:{port}" for name in names}
-        self._origins = {f"http://{name}:{port}" for name in names}
+        self._hosts = loopback_hosts(host, port)
+        self._origins = {f"http://{name}" for name in self._hosts}
 
     async def start(self) -> None:
         """Listen (OSError if the address is taken)."""
-        self._server = await asyncio.start_server(self._connected, self.host, self.port, limit=MAX_HEAD)
+        self._server = await asyncio.start_server(
+            self._connected, self.host, self.port, limit=MAX_HEAD, backlog=BACKLOG
+        )
 
     async def close(self) -> None:
         """Stop listening, end every session and connection."""
         if self._server is not None:
             self._server.close()
+        self.door.close()
         for session in list(self.sessions.values()):
             session.end("the HTTP endpoint stopped")
         self.sessions.clear()
@@ -240,37 +133,64 @@ class HttpEndpoint:
     async def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        if len(self._connections) >= MAX_CONNECTIONS:
-            writer.close()
-            return
         self._connections.add(task)
+        origin: PeerOrigin | None = None
         try:
-            while True:
-                try:
-                    request = await asyncio.wait_for(read_request(reader), KEEP_ALIVE_S)
-                except HttpRefusal as refusal:
-                    await respond_refusal(writer, refusal, close=True)
-                    return
-                if request is None:
-                    return
-                keep = await self._serve(request, reader, writer)
-                if not keep or request.headers.get("connection", "").lower() == "close":
-                    return
+            admitted = await self.door.admit(writer)
+            if isinstance(admitted, str):
+                await respond_refusal(writer, HttpRefusal(503, admitted, {"Retry-After": "1"}), close=True)
+                return
+            origin = admitted
+            await self._converse(origin, reader, writer)
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
             return
+        except Exception as exc:  # whatever the network sends: one line, never a traceback
+            self.door.refused(
+                "internal", f"HTTP endpoint: a connection ended on an error: {type(exc).__name__}: {exc}"
+            )
         finally:
             self._connections.discard(task)
+            if origin is not None:
+                self.door.release(origin)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
+    async def _converse(
+        self, origin: PeerOrigin, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        """Requests until the connection ends. Until one presents a token its peer may use, every
+        request head must arrive within ``HEAD_TIMEOUT_S`` of the connection or the previous answer,
+        and a refusal closes the connection."""
+        trusted = False
+        while True:
+            idle = KEEP_ALIVE_S if trusted else None
+            try:
+                request = await read_request(reader, HEAD_TIMEOUT_S, idle)
+            except HttpRefusal as refusal:
+                await respond_refusal(writer, refusal, close=True)
+                return
+            if request is None:
+                return
+            try:
+                self._check(request)
+                token = self._token(request)
+                self.door.check_token(origin, token)
+            except HttpRefusal as refusal:
+                await respond_refusal(writer, refusal, close=not trusted)
+                if not trusted:
+                    return
+                continue
+            trusted = True
+            keep = await self._serve(request, token, reader, writer)
+            if not keep or request.headers.get("connection", "").lower() == "close":
+                return
+
     async def _serve(
-        self, request: Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, request: Request, token: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> bool:
-        """Answer one request; False when the connection must close."""
+        """Answer one request whose token its peer may use; False when the connection must close."""
         try:
-            self._check(request)
-            token = self._token(request)
             if request.method == "POST":
                 return await self._post(request, token, reader, writer)
             session = self._session(request, token)
@@ -444,7 +364,7 @@ class HttpEndpoint:
     async def _answer(
         self,
         session: HttpSession,
-        exchange: _Exchange,
+        exchange: Exchange,
         batch: bool,
         headers: dict[str, str],
         reader: asyncio.StreamReader,

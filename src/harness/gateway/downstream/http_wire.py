@@ -13,6 +13,10 @@ MAX_BODY = 4 << 20
 """Bytes of one POST body (the bridge's line limit is of the same order)."""
 MAX_HEAD = 16 << 10
 """Bytes of a request line and its headers."""
+HEAD_TIMEOUT_S = 5.0
+"""A request head must arrive within this long (of the connection, or of its first byte)."""
+BODY_TIMEOUT_S = 30.0
+"""A body must arrive within this long of its head."""
 
 _REASONS = {
     200: "OK",
@@ -23,6 +27,7 @@ _REASONS = {
     404: "Not Found",
     405: "Method Not Allowed",
     406: "Not Acceptable",
+    408: "Request Timeout",
     409: "Conflict",
     411: "Length Required",
     413: "Content Too Large",
@@ -31,6 +36,7 @@ _REASONS = {
     429: "Too Many Requests",
     431: "Request Header Fields Too Large",
     501: "Not Implemented",
+    503: "Service Unavailable",
 }
 
 
@@ -44,6 +50,12 @@ class HttpRefusal(Exception):
         self.headers = dict(headers or {})
 
 
+def loopback_hosts(host: str, port: int) -> frozenset[str]:
+    """The ``Host`` values a loopback listener on ``host:port`` answers (DNS rebinding protection)."""
+    names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
+    return frozenset(f"{name}:{port}" for name in names)
+
+
 @dataclass
 class Request:
     method: str
@@ -52,44 +64,69 @@ class Request:
     body: bytes
 
 
-async def read_request(reader: asyncio.StreamReader) -> Request | None:
-    """One request, or None at a clean end of the connection."""
+async def read_request(
+    reader: asyncio.StreamReader, head_timeout: float = HEAD_TIMEOUT_S, idle_timeout: float | None = None
+) -> Request | None:
+    """One request, or None at a clean end of the connection. With ``idle_timeout`` (a keep-alive
+    connection between requests) the first byte may take that long; the rest of the head must come
+    within ``head_timeout`` (408 otherwise), the body within ``BODY_TIMEOUT_S``."""
+    first = b""
+    if idle_timeout is not None:
+        first = await asyncio.wait_for(reader.read(1), idle_timeout)
+        if not first:
+            return None
     try:
-        head = await reader.readuntil(b"\r\n\r\n")
+        head = first + await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), head_timeout)
+    except TimeoutError:
+        raise HttpRefusal(408, f"the request head did not arrive within {head_timeout:g} s") from None
     except asyncio.IncompleteReadError as exc:
-        if not exc.partial.strip():
+        if not first and not exc.partial.strip():
             return None
         raise HttpRefusal(400, "incomplete request head") from None
     except asyncio.LimitOverrunError:
         raise HttpRefusal(431, f"request head larger than {MAX_HEAD} bytes") from None
+    method, target, headers = parse_head(head)
+    length = headers.get("content-length")
+    if method == "POST" and length is None:
+        raise HttpRefusal(411, "a POST needs Content-Length")
+    if not length:
+        return Request(method, target, headers, b"")
     try:
-        lines = head.decode("latin-1").split("\r\n")
-        method, target, version = lines[0].split(" ")
-    except ValueError:
-        raise HttpRefusal(400, "malformed request line") from None
+        body = await asyncio.wait_for(reader.readexactly(int(length)), BODY_TIMEOUT_S)
+    except TimeoutError:
+        raise HttpRefusal(408, f"the body did not arrive within {BODY_TIMEOUT_S:g} s") from None
+    return Request(method, target, headers, body)
+
+
+def parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
+    """(method, target, headers by lower-case name) of a request head; :class:`HttpRefusal` if it
+    is malformed. ``content-length``, when present, is ASCII digits and at most ``MAX_BODY``."""
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not all(parts):
+        raise HttpRefusal(400, "malformed request line")
+    method, target, version = parts
     if not version.startswith("HTTP/1."):
-        raise HttpRefusal(400, f"unsupported protocol {version!r}")
+        raise HttpRefusal(400, f"unsupported protocol {version[:40]!r}")
     headers: dict[str, str] = {}
     for line in lines[1:]:
         if not line:
             continue
         name, sep, value = line.partition(":")
         key = name.strip().lower()
-        if not sep or not key or (key == "host" and key in headers):
+        if not sep or not key or (key in ("host", "content-length") and key in headers):
             raise HttpRefusal(400, "malformed header")
         headers[key] = value.strip()
     if "transfer-encoding" in headers:
         raise HttpRefusal(501, "chunked request bodies are not supported; send Content-Length")
-    length_text = headers.get("content-length", "0")
-    if not length_text.isdigit():
-        raise HttpRefusal(400, "bad Content-Length")
-    length = int(length_text)
-    if length > MAX_BODY:
-        raise HttpRefusal(413, f"a body is at most {MAX_BODY} bytes")
-    if method == "POST" and "content-length" not in headers:
-        raise HttpRefusal(411, "a POST needs Content-Length")
-    body = await reader.readexactly(length) if length else b""
-    return Request(method, target, headers, body)
+    length = headers.get("content-length")
+    if length is not None:
+        # ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
+        if not (length.isascii() and length.isdigit()):
+            raise HttpRefusal(400, "bad Content-Length")
+        if len(length) > len(str(MAX_BODY)) or int(length) > MAX_BODY:
+            raise HttpRefusal(413, f"a body is at most {MAX_BODY} bytes")
+    return method, target, headers
 
 
 async def respond(writer: asyncio.StreamWriter, status: int, body: bytes, headers: Mapping[str, str]) -> None:

@@ -20,6 +20,7 @@ per uid is the total cap.
 from __future__ import annotations
 
 import logging
+import os
 import resource
 import time
 from collections import Counter
@@ -57,9 +58,20 @@ class Limits:
     unattributed: int = UNATTRIBUTED
     outside: int = OUTSIDE
     preamble_timeout: float = PREAMBLE_TIMEOUT_S
+    per_uid: int | None = None
+    """Connections per peer uid other than the daemon's (None: no such cap; the control socket
+    admits no other uid but root)."""
+    name: str = "the control socket"
+    """What the caps guard, in refusals."""
 
     @classmethod
-    def sized(cls, total: int, preamble_timeout: float = PREAMBLE_TIMEOUT_S) -> Limits:
+    def sized(
+        cls,
+        total: int,
+        preamble_timeout: float = PREAMBLE_TIMEOUT_S,
+        per_uid: int | None = None,
+        name: str = "the control socket",
+    ) -> Limits:
         """Caps for a total of ``total``: no origin's share above a quarter (the outside: a half)."""
         return cls(
             total=total,
@@ -67,6 +79,8 @@ class Limits:
             unattributed=max(1, min(UNATTRIBUTED, total // 4)),
             outside=max(1, min(OUTSIDE, total // 2)),
             preamble_timeout=preamble_timeout,
+            per_uid=per_uid,
+            name=name,
         )
 
     @classmethod
@@ -85,18 +99,20 @@ def bucket(origin: PeerOrigin) -> str:
 
 
 class ConnectionCounts:
-    """Open connections per peer pid, per origin bucket and in total."""
+    """Open connections per peer pid, per origin bucket, per foreign uid and in total."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, own_uid: int | None = None) -> None:
         self.limits = limits
         self.total = 0
+        self._own_uid = os.getuid() if own_uid is None else own_uid
         self._pids: Counter[int] = Counter()
         self._buckets: Counter[str] = Counter()
+        self._uids: Counter[int] = Counter()
 
     def refuse_early(self, pid: int) -> str | None:
         """Why a new connection from ``pid`` is refused before its origin is known (None: not)."""
         if self.total >= self.limits.total:
-            return f"the control socket is full ({self.limits.total} connections); try again later"
+            return f"{self.limits.name} is full ({self.limits.total} connections); try again later"
         if pid > 0 and self._pids[pid] >= self.limits.per_pid:
             return f"process {pid} already has {self.limits.per_pid} connections open (the limit)"
         return None
@@ -116,16 +132,27 @@ class ConnectionCounts:
         if self._buckets[key] >= cap:
             who = origin.harness if origin.kind == "harness" else key
             return f"{who!s} already has {cap} connections open (the limit)"
+        foreign = self._foreign(origin)
+        if foreign and self.limits.per_uid is not None and self._uids[origin.uid] >= self.limits.per_uid:
+            return f"uid {origin.uid} already has {self.limits.per_uid} connections open (the limit)"
         self.total += 1
         self._pids[origin.pid] += 1
         self._buckets[key] += 1
+        if foreign:
+            self._uids[origin.uid] += 1
         return None
+
+    def _foreign(self, origin: PeerOrigin) -> bool:
+        """A peer of a known uid other than the daemon's."""
+        return origin.uid >= 0 and origin.uid != self._own_uid
 
     def release(self, origin: PeerOrigin) -> None:
         """Forget one connection counted by :meth:`acquire`."""
         self.total -= 1
         _decrement(self._pids, origin.pid)
         _decrement(self._buckets, bucket(origin))
+        if self._foreign(origin):
+            _decrement(self._uids, origin.uid)
 
     def open_for(self, origin: PeerOrigin) -> tuple[int, int]:
         """The connections open for ``origin``'s pid and for its bucket."""

@@ -17,6 +17,7 @@ from prometheus_client import (
 )
 
 from harness.events import CircuitClosed, CircuitOpened, Event, UpstreamStateChanged
+from harness.gateway.downstream.http_wire import loopback_hosts
 from harness.gateway.evidence.call_metrics import CallSeries, CallSeriesCollector
 from harness.rules.gateway_tools import CALL_TOOL, GATEWAY_TOOL_TIERS, SEARCH_TOOLS
 
@@ -77,13 +78,18 @@ def tool_label(upstream: str, tool: str) -> str:
 
 
 class _Routes(BaseHTTPRequestHandler):
-    """``/metrics``: the Prometheus text; ``/``: the status page, when the listener has one."""
+    """``/metrics``: the Prometheus text; ``/``: the status page, when the listener has one; 421 for a
+    ``Host`` other than the listener's own loopback name and port, as on ``/mcp``."""
 
     server: _Server
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
-        if path == "/metrics":
+        host = self.headers.get("Host", "")
+        if host not in self.server.hosts:  # DNS rebinding: a page under another name read as 127.0.0.1
+            text = f"Host {host[:100]!r} is not this loopback listener (DNS rebinding protection)\n"
+            self._send(421, "text/plain; charset=utf-8", text.encode())
+        elif path == "/metrics":
             self._send(200, CONTENT_TYPE_LATEST, generate_latest(REGISTRY))
         elif path == "/" and self.server.page is not None:
             try:
@@ -110,6 +116,8 @@ class _Routes(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     page: Callable[[], bytes] | None = None
+    hosts: frozenset[str] = frozenset()
+    """The ``Host`` values answered: this listener's loopback names and port."""
 
 
 class _Server6(_Server):
@@ -133,6 +141,7 @@ class MetricsListener:
         if address is not None:
             server = (_Server6 if ":" in address[0] else _Server)(address, _Routes)
             server.page = self._page
+            server.hosts = loopback_hosts(*address)
             threading.Thread(target=server.serve_forever, name="metrics-listener", daemon=True).start()
             self._server = server
             self.address = address
