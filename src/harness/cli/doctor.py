@@ -202,6 +202,12 @@ def _daemon(report: Report, paths: StatePaths, config: Config | None) -> dict[st
         )
     for name, state in status.get("harnesses", {}).items():
         report.add("daemon", "ok" if state == "running" else "note", f"harness {name}: {state}")
+    if "call_log" in status:
+        from harness.actors.log_stall import describe
+
+        call_log = status["call_log"]
+        healthy = call_log["state"] == "writing" and not call_log["dropped"]
+        report.add("daemon", "ok" if healthy else "problem", f"call log: {describe(call_log)}")
     return status
 
 

@@ -310,6 +310,33 @@ class RetentionCompacted(Event):
 
 
 @stored
+class LogGap(Event):
+    """Events the log writer's intake dropped because it was full, recorded as soon as the writer
+    wrote again: what a dataset lacks, by stored name and time range. No other event is ever lost
+    without one (a store that refuses writes makes the writer keep its group and retry)."""
+
+    STORED_NAME = "log.gap"
+    events: int
+    """How many events were dropped."""
+
+    names: tuple[str, ...]
+    """The stored names of the dropped events, in the order of `counts`."""
+
+    counts: tuple[int, ...]
+    """How many of each name were dropped (`names[i]`: `counts[i]`)."""
+
+    first_ts: float
+    """Event time of the first dropped event."""
+
+    last_ts: float
+    """Event time of the last dropped event."""
+
+    store_error: str | None
+    """Why the writer could not keep up, when the store refused writes meanwhile (`disk full`, …);
+    null when it was only behind."""
+
+
+@stored
 class ToolSearchCompleted(Event):
     """A ``search_tools`` call answered: the query and the tools it returned, best first.
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness import __version__
+from harness.actors.log_stall import LogHealth
 from harness.config import Config
 from harness.gateway.downstream.session import DownstreamSession
 from harness.gateway.harnesses.spawner import HarnessSpawner
@@ -60,6 +61,11 @@ class Fleet(Protocol):
     @property
     def sessions(self) -> Iterable[DownstreamSession]:
         """The live downstream sessions."""
+        ...
+
+    @property
+    def log_health(self) -> LogHealth:
+        """Whether the log writer is writing (a stall and its reason, drops)."""
         ...
 
     @property
@@ -180,6 +186,7 @@ class ControlPlane:
             "sessions": sum(1 for _ in fleet.sessions),
             "sessions_per_harness": dict(Counter(s.identity.harness or "" for s in fleet.sessions)),
             "unapproved_projects": [str(file) for file in fleet.unapproved],
+            "call_log": fleet.log_health.status(),
         }
 
     async def status(self) -> dict[str, Any]:
