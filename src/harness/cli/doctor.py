@@ -377,6 +377,9 @@ def _store(report: Report, paths: StatePaths, config: Config | None) -> None:
         with open_store(paths.db) as view:
             oldest, events = view.conn.execute("SELECT min(ts), count(*) FROM events").get
             calls = view.conn.execute("SELECT count(*) FROM call_log").get
+            gaps, lost = view.conn.execute(
+                "SELECT count(*), coalesce(sum(data ->> 'events'), 0) FROM events WHERE name = 'log.gap'"
+            ).get
     except (StoreError, OSError, apsw.Error) as exc:
         report.add("store", "problem", str(exc))
         return
@@ -394,6 +397,13 @@ def _store(report: Report, paths: StatePaths, config: Config | None) -> None:
         "ok",
         f"{paths.db}: {size:,} bytes with -wal, {events:,} events, {calls:,} calls{since}; {kept}",
     )
+    if gaps:
+        report.add(
+            "store",
+            "problem",
+            f"the log lacks {lost:,} events the daemon dropped (its intake was full), in {gaps} log.gap "
+            "events that say which and when (docs/dataset.md, Durability)",
+        )
 
 
 def print_report(report: Report) -> None:
