@@ -227,7 +227,7 @@ class ToolCallCompleted(Event):
     """One ``tools/call`` ended, whatever the outcome: the call-log row's source."""
 
     STORED_NAME = "tool_call.completed"
-    VERSION = 2
+    VERSION = 3
     FLAT_FIELDS = True
     session_id: str
     """The downstream session that made the call."""
@@ -263,7 +263,15 @@ class ToolCallCompleted(Event):
     """SHA-256 (hex) of the canonical JSON arguments; null under `call_log_args = "none"`."""
 
     args: str | None
-    """Redacted canonical JSON arguments (at most 4 KiB), or null per `call_log_args`."""
+    """Redacted canonical JSON arguments, or null per `call_log_args`. Always JSON: past 4 KiB its
+    longest strings are cut, each ending `…[truncated]` (v1 and v2 rows: cut anywhere)."""
+
+    args_truncated: bool = False
+    """Whether `args` was cut to fit 4 KiB (v1 and v2 rows: whether it ends `…[truncated]`)."""
+
+    args_bytes: int | None = None
+    """UTF-8 bytes of the canonical JSON arguments as sent, before redaction and any cut; null under
+    `call_log_args = "none"` (and in v1 and v2 rows)."""
 
     outcome: Outcome
     """`ok`, `tool_error`, `upstream_error`, `timeout`, `denied`, `circuit_open` or `cancelled`."""
