@@ -81,6 +81,11 @@ def dropped_metric(port: int) -> float:
     return float(line.split()[-1])
 
 
+def status_page(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as answer:
+        return str(answer.read().decode())
+
+
 def call_log_status(daemon: Any) -> dict:
     return json.loads(daemon.harness_cli("status", "--json").stdout)["call_log"]
 
@@ -107,11 +112,13 @@ def write_lock(db: Path) -> Iterator[None]:
         other.close()
 
 
-def agent_runs_while_stalled(daemon: Any, tmp_path: Path, cause: str) -> None:
-    """Start the agent, see the stall in status and doctor, and let the agent make every call."""
+def agent_runs_while_stalled(daemon: Any, tmp_path: Path, cause: str, port: int) -> None:
+    """Start the agent, see the stall in status, doctor and the status page, and let the agent make
+    every call."""
     daemon.harness_cli("start", "agent")
     wait_until(lambda: stalled(daemon, cause), timeout=30, message=f"status shows the log stalled ({cause})")
     assert doctor_line(daemon).startswith("call log: stalled since")
+    assert 'id="call-log">call log: stalled since' in status_page(port)
     out = read_out(tmp_path / "out.json", timeout=120)
     assert out["steps"][0] == {"repeated": CALLS, "errors": 0}, out  # calls flowed meanwhile
 
@@ -131,7 +138,7 @@ def test_an_outside_write_lock_for_30_s_loses_no_call_without_a_log_gap(start_da
     daemon = start_daemon(config(tmp_path, port), env=env)
     took = time.monotonic()
     with write_lock(daemon.db):
-        agent_runs_while_stalled(daemon, tmp_path, "locked by another writer")
+        agent_runs_while_stalled(daemon, tmp_path, "locked by another writer", port)
         assert call_log_status(daemon)["state"] == "stalled"
         time.sleep(
             max(0.0, took + LOCK_S - time.monotonic())
@@ -161,7 +168,7 @@ def test_a_full_file_system_under_the_store_loses_no_call_without_a_log_gap(star
         daemon = start_daemon(config(tmp_path, port), env={"HARNESS_LOG_INTAKE": "300"})
         filler = fill(daemon.state)
         try:
-            agent_runs_while_stalled(daemon, tmp_path, "disk full")
+            agent_runs_while_stalled(daemon, tmp_path, "disk full", port)
         finally:
             filler.unlink()
         wait_until(

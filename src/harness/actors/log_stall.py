@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -138,7 +138,7 @@ class LogHealth:
         }
 
 
-def describe(state: dict[str, Any]) -> str:
+def describe(state: Mapping[str, Any]) -> str:
     """One line for a ``call_log`` status: ``writing`` or the stall, its reason and the drops."""
     dropped = f", {state['dropped']:,} events dropped (recorded as log.gap)" if state["dropped"] else ""
     if state["state"] == "stalled":
