@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ import pytest
 from support import (
     FAULTY_UPSTREAM,
     PY,
+    clean_env,
     fill,
     free_port,
     probe_argv,
@@ -183,3 +185,27 @@ def test_a_full_file_system_under_the_store_loses_no_call_without_a_log_gap(star
         assert gap_calls > 0 and dropped_metric(port) == gaps
         assert daemon.events("log.gap")[0]["store_error"].startswith("disk full")
         finished_cleanly(daemon)
+
+
+def test_a_store_that_cannot_be_opened_for_writing_stops_the_daemon_with_one_line_before_it_spawns_anything(
+    tmp_path,
+):
+    marker = tmp_path / "spawned"
+    touch = [PY, "-c", f"open({str(marker)!r}, 'w'); import time; time.sleep(60)"]
+    config_file = tmp_path / "harness.toml"
+    config_file.write_text(
+        f"[mcp.up]\nargv = {toml_list(touch)}\n\n[harness.agent]\nargv = {toml_list(touch)}\n"
+    )
+    state = tmp_path / "state"
+    (state / "harness.db").mkdir(parents=True)  # a folder where the store should be
+    done = subprocess.run(
+        [PY, "-m", "harness", "daemon", "--config", str(config_file), "--state-dir", str(state)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1].startswith("harness daemon: ")
+    assert "cannot open the store for writing" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not marker.exists(), "something was spawned before the store was opened"
