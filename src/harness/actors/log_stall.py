@@ -56,6 +56,10 @@ class DropTally:
 
     def take(self, store_error: str | None) -> LogGap | None:
         """The ``log.gap`` of everything counted so far (and start counting afresh), if anything was."""
+        if (
+            not self._counts
+        ):  # the common case, without the lock (a drop counted meanwhile waits for the next take)
+            return None
         with self._lock:
             counts, self._counts = self._counts, Counter()
             first, last = self._first, self._last

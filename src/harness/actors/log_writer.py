@@ -130,10 +130,7 @@ class EventIntake:
     def emit(self, event: Event) -> None:
         """Hand one event to the writer; never blocks."""
         if len(self._queue) >= self.capacity:
-            self.dropped += 1
-            self.gap.add(event)
-            if self._on_drop is not None:
-                self._on_drop()
+            self._drop(event)
             return
         pending = self._queue
         pending.append(event)
@@ -148,10 +145,13 @@ class EventIntake:
     def lose(self, events: Sequence[Event]) -> None:
         """Count events that will never be written (the store still refused them at stop) as dropped."""
         for event in events:
-            self.dropped += 1
-            self.gap.add(event)
-            if self._on_drop is not None:
-                self._on_drop()
+            self._drop(event)
+
+    def _drop(self, event: Event) -> None:
+        self.dropped += 1
+        self.gap.add(event)
+        if self._on_drop is not None:
+            self._on_drop()
 
     def take(self, limit: int) -> list[Event]:
         """Writer side: clear the wake flag, then pop up to ``limit`` events in order."""

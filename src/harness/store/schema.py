@@ -167,11 +167,11 @@ def transaction(conn: apsw.Connection) -> Iterator[apsw.Cursor]:
     conn.execute("BEGIN")
     try:
         yield conn.cursor()
+        conn.execute("COMMIT")  # a COMMIT that fails (busy, full) leaves the transaction open: rolled back
     except BaseException:
         if not conn.get_autocommit():  # SQLite may have rolled back already
             conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
 
 
 def open_read_only(path: Path) -> apsw.Connection:
