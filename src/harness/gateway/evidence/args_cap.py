@@ -64,7 +64,8 @@ def cap_json(value: Any, text: str, encode: Callable[[Any], str], limit: int = A
         room = (limit - len(empty)) // 2  # escaping the text at most doubles it
         start = text.encode(errors="surrogatepass")[:room].decode(errors="ignore")
         return CappedArgs(json.dumps({OVERSIZED_KEY: start}, ensure_ascii=False), True)
-    low, high = 0, _longest(value)  # fits with ``low``; not with ``high`` (nothing would be cut)
+    # Fits with ``low``; not with ``high``: then nothing is cut, or a string keeps ``limit`` characters.
+    low, high = 0, min(_longest(value), limit)
     while high - low > 1:
         middle = (low + high) // 2
         candidate = encode(_cut(value, middle))
