@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+import apsw
 import pytest
 
 from harness.rules.gateway_tools import FACADE_READ_TOOLS
@@ -295,3 +296,24 @@ def idle_harnesses(policies: dict[str, str]) -> str:
     return "".join(
         f'[harness.{n}]\nargv = ["sleep", "600"]\nmcp_policy = "{p}"\n\n' for n, p in policies.items()
     )
+
+
+def assert_stored_args_parse(db: Path) -> None:
+    """Every ``args`` a test's store holds is JSON (cut arguments included)."""
+    if not db.exists():
+        return
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        rows = list(
+            conn.execute("SELECT position, data ->> 'args' FROM events WHERE name = 'tool_call.completed'")
+        )
+    except apsw.Error:  # a test that left no store, or not one
+        rows = []
+    finally:
+        conn.close()
+    for position, args in rows:
+        if args is not None:
+            try:
+                json.loads(args)
+            except ValueError as exc:
+                raise AssertionError(f"{db}: the args of event {position} are not JSON: {exc}") from exc

@@ -14,7 +14,7 @@ import apsw
 import psutil
 import pytest
 
-from support import PY, DaemonProcess, process_env, start_daemon_process, wait_until
+from support import PY, DaemonProcess, assert_stored_args_parse, process_env, start_daemon_process, wait_until
 
 
 @dataclass
@@ -90,24 +90,3 @@ def start_daemon(tmp_path: Path) -> Iterator[Callable[[str], RunningDaemon]]:
                 p.kill()
         daemon.close_pipes()
         assert_stored_args_parse(daemon.db)
-
-
-def assert_stored_args_parse(db: Path) -> None:
-    """Every ``args`` a test's store holds is JSON (cut arguments included)."""
-    if not db.exists():
-        return
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        rows = list(
-            conn.execute("SELECT position, data ->> 'args' FROM events WHERE name = 'tool_call.completed'")
-        )
-    except apsw.Error:  # a test that left no store, or not one
-        rows = []
-    finally:
-        conn.close()
-    for position, args in rows:
-        if args is not None:
-            try:
-                json.loads(args)
-            except ValueError as exc:
-                raise AssertionError(f"{db}: the args of event {position} are not JSON: {exc}") from exc

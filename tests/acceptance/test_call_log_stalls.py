@@ -120,6 +120,7 @@ def agent_runs_while_stalled(daemon: Any, tmp_path: Path, cause: str, port: int)
     daemon.harness_cli("start", "agent")
     wait_until(lambda: stalled(daemon, cause), timeout=30, message=f"status shows the log stalled ({cause})")
     assert doctor_line(daemon).startswith("call log: stalled since")
+    assert "\ncall log: stalled since" in daemon.harness_cli("status").stdout
     assert 'id="call-log">call log: stalled since' in status_page(port)
     out = read_out(tmp_path / "out.json", timeout=120)
     assert out["steps"][0] == {"repeated": CALLS, "errors": 0}, out  # calls flowed meanwhile
