@@ -134,3 +134,26 @@ def test_a_store_that_cannot_be_opened_for_writing_is_one_clear_error_from_start
         subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
         with pytest.raises(StoreError, match="cannot open the store for writing: read-only"):
             LogWriterActor.start(ro / "h.db", EventIntake())
+
+
+def test_what_the_store_still_refuses_at_stop_is_counted_as_dropped_and_said_in_one_line(
+    tmp_path, monkeypatch, caplog
+):
+    monkeypatch.setattr(schema, "WRITER_BUSY_TIMEOUT_MS", 100)
+    counted: list[int] = []
+    intake = EventIntake(on_drop=lambda: counted.append(1))
+    db = tmp_path / "h.db"
+    ref = LogWriterActor.start(db, intake)
+    intake.attach(ref)
+    other = apsw.Connection(str(db))
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        for i in range(50):
+            intake.emit(closed(i))
+        ref.stop(timeout=30)
+    finally:
+        other.execute("COMMIT")
+    assert intake.dropped == len(counted) == 50
+    assert stored(db, "session.closed") == []
+    (line,) = [r.getMessage() for r in caplog.records if "not written at stop" in r.getMessage()]
+    assert line.startswith("call log: 50 events not written at stop: the store is locked by another writer")
