@@ -18,11 +18,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+import apsw
 import pytest
 
 from harness.rules.gateway_tools import FACADE_READ_TOOLS
@@ -40,6 +41,33 @@ DEMO_UPSTREAM = [PY, "-m", "harness.demo.upstream", "--test-tools"]
 """The SDK demo server with the test tools (sleep, crash, env_keys, a 60-character name, delete_note)."""
 
 INTERVAL = 0.02
+
+
+@contextlib.contextmanager
+def small_tmpfs(path: Path, size: str = "4m") -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at ``path`` for the block (the test is skipped where mounting is
+    not permitted): a real file system that fills up."""
+    path.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True
+    )
+    if done.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def fill(folder: Path) -> Path:
+    """Write a file in ``folder`` until its file system is full; return the file (delete it to free the space)."""
+    filler = folder / "filler"
+    with filler.open("wb", buffering=0) as out:
+        for chunk in (b"\0" * 65536, b"\0" * 4096):  # then the last pages
+            with contextlib.suppress(OSError):
+                while out.write(chunk):
+                    pass
+    return filler
 
 
 def probe_argv(out: Path, *extra: str) -> list[str]:
@@ -268,3 +296,24 @@ def idle_harnesses(policies: dict[str, str]) -> str:
     return "".join(
         f'[harness.{n}]\nargv = ["sleep", "600"]\nmcp_policy = "{p}"\n\n' for n, p in policies.items()
     )
+
+
+def assert_stored_args_parse(db: Path) -> None:
+    """Every ``args`` a test's store holds is JSON (cut arguments included)."""
+    if not db.exists():
+        return
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        rows = list(
+            conn.execute("SELECT position, data ->> 'args' FROM events WHERE name = 'tool_call.completed'")
+        )
+    except apsw.Error:  # a test that left no store, or not one
+        rows = []
+    finally:
+        conn.close()
+    for position, args in rows:
+        if args is not None:
+            try:
+                json.loads(args)
+            except ValueError as exc:
+                raise AssertionError(f"{db}: the args of event {position} are not JSON: {exc}") from exc

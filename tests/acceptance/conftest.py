@@ -14,7 +14,7 @@ import apsw
 import psutil
 import pytest
 
-from support import PY, DaemonProcess, process_env, start_daemon_process, wait_until
+from support import PY, DaemonProcess, assert_stored_args_parse, process_env, start_daemon_process, wait_until
 
 
 @dataclass
@@ -89,3 +89,4 @@ def start_daemon(tmp_path: Path) -> Iterator[Callable[[str], RunningDaemon]]:
             with contextlib.suppress(psutil.Error):
                 p.kill()
         daemon.close_pipes()
+        assert_stored_args_parse(daemon.db)

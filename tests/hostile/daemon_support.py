@@ -21,6 +21,7 @@ import psutil
 
 from harness.testing.children import end_child
 from harness.testing.spawned import env_dumper, env_with, harness_vars, toml_list  # noqa: F401 - re-exported
+from support import assert_stored_args_parse
 
 PY = sys.executable
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -111,6 +112,7 @@ def running(tmp_path: Path, config_text: str, **kwargs: Any) -> Iterator[Daemon]
                 p.kill()
         if daemon.proc.stderr is not None:
             daemon.proc.stderr.close()
+        assert_stored_args_parse(daemon.state / "harness.db")
 
 
 class RawSession:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import queue
 import threading
 from collections import deque
@@ -17,6 +18,7 @@ import pykka
 from pydantic import BaseModel, ConfigDict
 
 from harness.actors.asking import AnswersAsks
+from harness.actors.log_stall import DropTally, LogHealth, store_error
 from harness.events import Envelope, Event
 from harness.projections import (
     Projection,
@@ -27,6 +29,7 @@ from harness.projections import (
     install,
 )
 from harness.store import (
+    StoreError,
     append_values,
     event_values,
     last_position,
@@ -60,11 +63,34 @@ relay's, with 50 ms it stayed (1.11 against 1.09; bench/README, "The commit wind
 can lose is the last ≈ 50 ms of calls (docs/dataset.md)."""
 
 
+RETRY_FIRST_S = 0.1
+RETRY_MAX_S = 2.0
+"""A group the store refused is retried after RETRY_FIRST_S, doubling up to RETRY_MAX_S (on top of
+the store's busy timeout, which a locked store waits out in each attempt)."""
+
+
+INTAKE_ENV = "HARNESS_LOG_INTAKE"
+"""Environment variable that sets the daemon's intake capacity (events), for tests of overflow."""
+
+
+def intake_capacity() -> int:
+    """The daemon's intake capacity: ``HARNESS_LOG_INTAKE`` if set to a positive integer, else the default."""
+    value = os.environ.get(INTAKE_ENV, "")
+    return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_CAPACITY
+
+
 class _Flush:
     """Message: drain the intake into the store."""
 
 
 _FLUSH = _Flush()
+
+
+class _Retry:
+    """Message: try the held group again (the retry timer's)."""
+
+
+_RETRY = _Retry()
 
 
 @dataclass(frozen=True)
@@ -83,13 +109,15 @@ class EventIntake:
     """The loop's side of the writer: a bounded queue that never blocks the caller.
 
     ``emit`` appends and, when the writer is not already woken, tells it to flush. A full intake
-    drops the event and counts it (``dropped``, and ``on_drop`` — the daemon's
-    ``harness_mcp_call_log_dropped_total``).
+    drops the event and counts it (``dropped``, ``on_drop`` — the daemon's
+    ``harness_mcp_call_log_dropped_total`` — and ``gap``, which the writer records as a ``log.gap``
+    with its next group). Only a full intake drops an event.
     """
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY, on_drop: Callable[[], object] | None = None) -> None:
         self.capacity = capacity
         self.dropped = 0
+        self.gap = DropTally()
         self._on_drop = on_drop
         self._queue: deque[Event] = deque()
         self._woken = False
@@ -102,9 +130,7 @@ class EventIntake:
     def emit(self, event: Event) -> None:
         """Hand one event to the writer; never blocks."""
         if len(self._queue) >= self.capacity:
-            self.dropped += 1
-            if self._on_drop is not None:
-                self._on_drop()
+            self._drop(event)
             return
         pending = self._queue
         pending.append(event)
@@ -115,6 +141,17 @@ class EventIntake:
             self._writer.tell(_FLUSH)
         elif len(pending) == GROUP_EVENTS:  # a group is ready: end the writer's wait for one now
             self._writer.tell(_FLUSH)
+
+    def lose(self, events: Sequence[Event]) -> None:
+        """Count events that will never be written (the store still refused them at stop) as dropped."""
+        for event in events:
+            self._drop(event)
+
+    def _drop(self, event: Event) -> None:
+        self.dropped += 1
+        self.gap.add(event)
+        if self._on_drop is not None:
+            self._on_drop()
 
     def take(self, limit: int) -> list[Event]:
         """Writer side: clear the wake flag, then pop up to ``limit`` events in order."""
@@ -155,7 +192,12 @@ class _WakingInbox(queue.Queue[Any]):
 
 
 class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
-    """Owns the store's single write connection; group-commits whatever the intake holds when woken."""
+    """Owns the store's single write connection; group-commits whatever the intake holds when woken.
+
+    A group the store refuses (locked by another writer, disk full, an I/O error) is kept and
+    retried with backoff while the intake absorbs new events; ``health`` says so meanwhile. Events
+    are lost only when the intake overflows, and those are recorded as a ``log.gap``.
+    """
 
     @staticmethod
     def _create_actor_inbox() -> _WakingInbox:
@@ -175,30 +217,45 @@ class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
         intake: EventIntake,
         projections: Sequence[Projection] | None = None,
         on_commit: Callable[[int], None] | None = None,
+        health: LogHealth | None = None,
     ) -> None:
-        """``on_commit`` is called in the writer's thread after each commit, with the last position."""
+        """``on_commit`` is called in the writer's thread after each commit, with the last position.
+
+        The store is opened here, in the starting thread: one that cannot be opened for writing
+        raises ``StoreError`` from ``start``, before the caller starts anything else.
+        """
         super().__init__()
         self._on_commit = on_commit
         self._compactions = 0
         self._path = path
         self._intake = intake
         self._projections = tuple(projections) if projections is not None else all_projections()
-        self._conn: apsw.Connection | None = None
+        self.health = health or LogHealth(intake.__len__, lambda: intake.dropped)
+        self._held: list[Event] = []
+        """A group the store refused, written before anything newer."""
+        self._held_error: str | None = None
+        """The store error since the last group taken from the intake (for its ``log.gap``)."""
+        self._retry_delay = RETRY_FIRST_S
+        self._timer: threading.Timer | None = None
         self._checkpoints: BackgroundCheckpoints | None = None
-        self._next = 1
         self._written = 0
         self._batches = 0
+        conn = open_for_writing(path)
+        try:
+            tune_for_writer(conn)
+            self._lowest = install(conn, self._projections)
+            self._next = last_position(conn) + 1
+        except apsw.Error as exc:
+            conn.close()
+            raise StoreError(f"{path}: cannot prepare the store for writing: {store_error(exc)}") from exc
+        self._conn: apsw.Connection | None = conn
 
     def on_start(self) -> None:
-        """Open the store, install projections and fold anything they have not seen yet."""
-        conn = open_for_writing(self._path)
-        tune_for_writer(conn)
-        self._conn = conn
-        lowest = install(conn, self._projections)
-        last = last_position(conn)
-        self._next = last + 1
-        if lowest < last:
-            self._catch_up(conn, lowest)
+        """Fold anything the projections have not seen yet; start background checkpoints."""
+        conn = self._conn
+        assert conn is not None
+        if self._lowest < self._next - 1:
+            self._catch_up(conn, self._lowest)
         self._checkpoints = BackgroundCheckpoints(self._path, conn)
         self._checkpoints.start()
 
@@ -215,7 +272,13 @@ class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
 
     def handle(self, message: Any) -> Any:
         """A flush wake-up or a ``Compact`` command (a failing one is logged; the writer goes on)."""
+        if isinstance(message, _Retry):
+            self._timer = None
+            self._drain()
+            return None
         if isinstance(message, _Flush):
+            if self._held:  # the store refused a group: the retry timer wakes the writer
+                return None
             queued = len(self._intake)
             if not queued:  # told while a drain already took its events
                 return None
@@ -226,6 +289,11 @@ class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
         if isinstance(message, Compact):
             try:
                 return self.compact(message.older_than)
+            except apsw.Error as exc:
+                log.warning(
+                    "retention compaction stopped: the store is %s; it runs again later", store_error(exc)
+                )
+                return None
             except Exception:  # a told command must not stop the only writer
                 log.exception("retention compaction failed; the log is as the last finished step left it")
                 return None
@@ -251,9 +319,43 @@ class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
             self._on_commit(result.position)
         return result
 
-    def _drain(self) -> None:
-        while events := self._intake.take(MAX_BATCH):
-            self.write(events)
+    def _drain(self) -> bool:
+        """Write groups until the intake is empty; False when the store refused one (it is held and
+        a retry is scheduled)."""
+        while group := self._held or self._next_group():
+            try:
+                self.write(group)
+            except apsw.Error as exc:
+                self._hold(group, store_error(exc))
+                return False
+            self._held = []
+            self._retry_delay = RETRY_FIRST_S
+            self.health.wrote()
+        return True
+
+    def _next_group(self) -> list[Event]:
+        """Up to MAX_BATCH events from the intake, after the ``log.gap`` of any it dropped."""
+        events = self._intake.take(MAX_BATCH)
+        gap = self._intake.gap.take(self._held_error)
+        self._held_error = None
+        return events if gap is None else [gap, *events]
+
+    def _hold(self, group: list[Event], reason: str) -> None:
+        """Keep a refused group for the next attempt, after a backoff."""
+        self._held, self._held_error = group, reason
+        self.health.failed(reason, len(group))
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = threading.Timer(self._retry_delay, self._tell_retry)
+        self._timer.daemon = True
+        self._timer.start()
+        self._retry_delay = min(self._retry_delay * 2, RETRY_MAX_S)
+
+    def _tell_retry(self) -> None:
+        try:
+            self.actor_ref.tell(_RETRY)
+        except pykka.ActorDeadError:  # stopped meanwhile
+            pass
 
     def write(self, events: Sequence[Event]) -> int:
         """Append and fold a batch in one transaction; return the last position written."""
@@ -290,9 +392,17 @@ class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
         )
 
     def on_stop(self) -> None:
-        """Commit what is still queued, then close the connection."""
+        """Commit what is still queued (what the store still refuses is counted as dropped, and
+        said), then close the connection."""
+        if self._timer is not None:
+            self._timer.cancel()
         if self._conn is not None:
-            self._drain()
+            if not self._drain():
+                lost = [*self._held, *self._intake.take(len(self._intake))]
+                self._intake.lose(lost)
+                log.error(
+                    "call log: %d events not written at stop: the store is %s", len(lost), self.health.reason
+                )
             if self._checkpoints is not None:
                 self._checkpoints.stop()
                 self._checkpoints = None

@@ -452,6 +452,10 @@ def _cmd_status(ns: argparse.Namespace, g: Globals) -> int:
         print("harnesses: " + ", ".join(f"{n} {s}" for n, s in harnesses.items()))
     for file in result.get("unapproved_projects", []):
         print(unapproved_hint(PurePath(file)))
+    if "call_log" in result:
+        from harness.actors.log_stall import describe
+
+        print(f"call log: {describe(result['call_log'])}")
     return 0
 
 

@@ -175,6 +175,12 @@ def _daemon(report: Report, paths: StatePaths, config: Config | None) -> dict[st
         )
     for name, state in status.get("harnesses", {}).items():
         report.add("daemon", "ok" if state == "running" else "note", f"harness {name}: {state}")
+    if "call_log" in status:
+        from harness.actors.log_stall import describe
+
+        call_log = status["call_log"]
+        healthy = call_log["state"] == "writing" and not call_log["dropped"]
+        report.add("daemon", "ok" if healthy else "problem", f"call log: {describe(call_log)}")
     return status
 
 
@@ -370,6 +376,9 @@ def _store(report: Report, paths: StatePaths, config: Config | None) -> None:
         with open_store(paths.db) as view:
             oldest, events = view.conn.execute("SELECT min(ts), count(*) FROM events").get
             calls = view.conn.execute("SELECT count(*) FROM call_log").get
+            gaps, lost = view.conn.execute(
+                "SELECT count(*), coalesce(sum(data ->> 'events'), 0) FROM events WHERE name = 'log.gap'"
+            ).get
     except apsw.Error as exc:  # damaged past what opening it reads
         report.add("store", "problem", str(unreadable(paths.db, exc)))
         return
@@ -390,6 +399,13 @@ def _store(report: Report, paths: StatePaths, config: Config | None) -> None:
         "ok",
         f"{paths.db}: {size:,} bytes with -wal, {events:,} events, {calls:,} calls{since}; {kept}",
     )
+    if gaps:
+        report.add(
+            "store",
+            "problem",
+            f"the log lacks {lost:,} events the daemon dropped (its intake was full), in {gaps} log.gap "
+            "events that say which and when (docs/dataset.md, Durability)",
+        )
 
 
 def print_report(report: Report) -> None:

@@ -250,7 +250,7 @@ class ToolCallCompleted(Event):
     """One ``tools/call`` ended, whatever the outcome: the call-log row's source."""
 
     STORED_NAME = "tool_call.completed"
-    VERSION = 2
+    VERSION = 3
     FLAT_FIELDS = True
     session_id: str
     """The downstream session that made the call."""
@@ -286,7 +286,15 @@ class ToolCallCompleted(Event):
     """SHA-256 (hex) of the canonical JSON arguments; null under `call_log_args = "none"`."""
 
     args: str | None
-    """Redacted canonical JSON arguments (at most 4 KiB), or null per `call_log_args`."""
+    """Redacted canonical JSON arguments, or null per `call_log_args`. Always JSON: past 4 KiB its
+    longest strings are cut, each ending `…[truncated]` (v1 and v2 rows: cut anywhere)."""
+
+    args_truncated: bool = False
+    """Whether `args` was cut to fit 4 KiB (v1 and v2 rows: whether it ends `…[truncated]`)."""
+
+    args_bytes: int | None = None
+    """UTF-8 bytes of the canonical JSON arguments as sent, before redaction and any cut; null under
+    `call_log_args = "none"` (and in v1 and v2 rows)."""
 
     outcome: Outcome
     """`ok`, `tool_error`, `upstream_error`, `timeout`, `denied`, `circuit_open` or `cancelled`."""
@@ -330,6 +338,33 @@ class RetentionCompacted(Event):
 
     seconds: float
     """Wall time the compaction took, all its steps together."""
+
+
+@stored
+class LogGap(Event):
+    """Events the log writer's intake dropped because it was full, recorded as soon as the writer
+    wrote again: what a dataset lacks, by stored name and time range. No other event is ever lost
+    without one (a store that refuses writes makes the writer keep its group and retry)."""
+
+    STORED_NAME = "log.gap"
+    events: int
+    """How many events were dropped."""
+
+    names: tuple[str, ...]
+    """The stored names of the dropped events, in the order of `counts`."""
+
+    counts: tuple[int, ...]
+    """How many of each name were dropped (`names[i]`: `counts[i]`)."""
+
+    first_ts: float
+    """Event time of the first dropped event."""
+
+    last_ts: float
+    """Event time of the last dropped event."""
+
+    store_error: str | None
+    """Why the writer could not keep up, when the store refused writes meanwhile (`disk full`, …);
+    null when it was only behind."""
 
 
 @stored

@@ -28,7 +28,18 @@ def _with_unknown_harness(fields: dict[str, Any]) -> dict[str, Any]:
 UPCASTERS[("session.initialized", 1)] = _with_unknown_harness
 UPCASTERS[("session.closed", 1)] = _with_unknown_harness
 UPCASTERS[("tool_call.completed", 1)] = dict  # v2 lets args_hash be null; every v1 row has one
-UPCASTERS[("tool_search.completed", 1)] = dict  # v2 lets query be null; v1 rows hold it as sent
+UPCASTERS[("tool_search.completed", 1)] = dict
+
+
+def _with_cut_marked(fields: dict[str, Any]) -> dict[str, Any]:
+    """v3 says whether ``args`` was cut and how large the arguments were: a v2 row was cut when it
+    ends with the old marker (its size is unknown)."""
+    args = fields.get("args")
+    cut = isinstance(args, str) and args.endswith("…[truncated]")
+    return {**fields, "args_truncated": cut, "args_bytes": None}
+
+
+UPCASTERS[("tool_call.completed", 2)] = _with_cut_marked  # v2 lets query be null; v1 rows hold it as sent
 
 
 def encode(event: Event) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness import __version__
+from harness.actors.log_stall import LogHealth
 from harness.config import Config
 from harness.gateway.downstream.session import DownstreamSession
 from harness.gateway.evidence.known_secrets import KnownSecrets
@@ -67,6 +68,11 @@ class Fleet(Protocol):
     @property
     def known(self) -> KnownSecrets:
         """The secret values the daemon holds for upstreams (redacted from every answer)."""
+        ...
+
+    @property
+    def log_health(self) -> LogHealth:
+        """Whether the log writer is writing (a stall and its reason, drops)."""
         ...
 
     @property
@@ -201,6 +207,7 @@ class ControlPlane:
             "sessions": len(sessions),
             "sessions_per_harness": dict(Counter(s.identity.harness or "" for s in sessions)),
             "unapproved_projects": [str(file) for file in fleet.unapproved] if caller.operator else [],
+            "call_log": fleet.log_health.status(),
         }
 
     async def status(self) -> dict[str, Any]:

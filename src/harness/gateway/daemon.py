@@ -20,7 +20,8 @@ from harness import __version__
 from harness.actors.asking import Barrier
 from harness.actors.breaker import BreakerActor
 from harness.actors.bus import EventBus
-from harness.actors.log_writer import Compact, EventIntake, LogWriterActor
+from harness.actors.log_stall import LogHealth
+from harness.actors.log_writer import Compact, EventIntake, LogWriterActor, intake_capacity
 from harness.actors.policy import ApplyConfig, PolicyActor
 from harness.actors.snapshots import Published
 from harness.actors.upstream import UpstreamActor
@@ -111,7 +112,8 @@ class Daemon:
         self.paths = StatePaths(state_dir.absolute())
         self.config, self.unapproved = self._approved(config)
         self.config_path = config_path
-        self.intake = EventIntake(on_drop=CALL_LOG_DROPPED.inc)
+        self.intake = EventIntake(intake_capacity(), on_drop=CALL_LOG_DROPPED.inc)
+        self.log_health = LogHealth(self.intake.__len__, lambda: self.intake.dropped)
         self.bus = EventBus(self.intake.emit)
         self.bus.subscribe(UPSTREAM_EVENTS, follow_upstream_events)
         self._telemetry: TelemetryExport | None = None
@@ -318,7 +320,7 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop, sig.name)
         loop.add_signal_handler(signal.SIGHUP, self._hangup)
-        self._writer = LogWriterActor.start(self.paths.db, self.intake)
+        self._writer = LogWriterActor.start(self.paths.db, self.intake, health=self.log_health)
         self.intake.attach(self._writer)
         self._policy = PolicyActor.start(self.config, self.routing, self._published)
         self.bus.subscribe_actor((ToolCatalogFetched, HarnessExited), self._policy)

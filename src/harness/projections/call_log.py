@@ -25,6 +25,8 @@ COLUMNS: tuple[str, ...] = (
     "tier",
     "args_hash",
     "args",
+    "args_truncated",
+    "args_bytes",
     "outcome",
     "error_reason",
     "response_bytes",
@@ -48,7 +50,9 @@ CREATE TABLE call_log(
     tool                TEXT    NOT NULL,     -- the tool's own name, not namespaced
     tier                TEXT    NOT NULL,
     args_hash           TEXT,
-    args                TEXT,                 -- per call_log_args; NULL when not stored
+    args                TEXT,                 -- per call_log_args; NULL when not stored; always JSON
+    args_truncated      INTEGER NOT NULL,     -- 1 when args was cut to fit 4 KiB
+    args_bytes          INTEGER,              -- size of the arguments as sent; NULL when unknown
     outcome             TEXT    NOT NULL,
     error_reason        TEXT,
     response_bytes      INTEGER NOT NULL,
@@ -110,12 +114,13 @@ def iso_ms(ts: float) -> str:
 
 
 class CallLogProjection(
-    Folding, name="call_log", version=3, handles={ToolCallCompleted.STORED_NAME}, ddl=_DDL
+    Folding, name="call_log", version=4, handles={ToolCallCompleted.STORED_NAME}, ddl=_DDL
 ):
     """Folds ``tool_call.completed`` events into ``call_log``.
 
     Version 2 added the ``call_log_session`` index; version 3 lets ``args_hash`` be null
-    (``call_log_args = "none"`` stores neither the arguments nor their hash).
+    (``call_log_args = "none"`` stores neither the arguments nor their hash); version 4 adds
+    ``args_truncated`` and ``args_bytes``.
     """
 
     def apply(self, envelopes: Sequence[Envelope], cursor: apsw.Cursor) -> None:

@@ -59,6 +59,7 @@ class BackgroundCheckpoints:
         self._wake = threading.Event()
         self._stopping = False
         self._thread: threading.Thread | None = None
+        self._last_error = ""
         self.background = 0
         """Checkpoints run by the background thread."""
         self.inline = 0
@@ -85,6 +86,9 @@ class BackgroundCheckpoints:
                 self._conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
             except apsw.BusyError:  # the background thread is checkpointing right now
                 return
+            except apsw.Error as exc:  # the commit stands; the next one past the limit tries again
+                self._failed(exc)
+                return
             self.inline += 1
 
     def _run(self) -> None:
@@ -106,10 +110,17 @@ class BackgroundCheckpoints:
                     self.background += 1
                 except apsw.BusyError:  # another checkpoint is running: the next wake-up retries
                     continue
-                except apsw.Error:
-                    log.exception("background WAL checkpoint failed; the writer checkpoints past the limit")
+                except apsw.Error as exc:
+                    self._failed(exc)
         finally:
             conn.close()
+
+    def _failed(self, exc: apsw.Error) -> None:
+        """One line for a failed checkpoint (a full disk, an I/O error), not one per attempt."""
+        text = str(exc)
+        if text != self._last_error:
+            self._last_error = text
+            log.warning("WAL checkpoint failed (%s); the WAL grows until one succeeds", text)
 
     def stop(self) -> None:
         """Stop the thread (before the writer's connection closes) and give SQLite its hook back."""

@@ -103,14 +103,43 @@ def unreadable(path: Path, exc: apsw.Error) -> StoreError:
     )
 
 
+WRITER_BUSY_TIMEOUT_MS = 5000
+"""How long the writer's statement waits for another connection's write lock before the group is
+held and retried (the log writer's backoff)."""
+
+
 def open_for_writing(path: Path) -> apsw.Connection:
-    """Open (creating if needed, mode 0600) the store for the single writer: WAL, NORMAL sync."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
-        os.close(fd)
+    """Open (creating if needed, mode 0600) the store for the single writer: WAL, NORMAL sync.
+
+    ``StoreError`` (one line) when it cannot be opened for writing: not a store, a read-only file or
+    file system, a full disk, a folder in its place.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+            os.close(fd)
+        conn = _open_writable(path)
+    except (OSError, apsw.Error) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise StoreError(f"{path}: cannot open the store for writing: {reason}") from exc
+    return conn
+
+
+def _open_writable(path: Path) -> apsw.Connection:
     conn = apsw.Connection(str(path))
-    conn.set_busy_timeout(5000)
+    try:
+        _initialise(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _initialise(conn: apsw.Connection, path: Path) -> None:
+    if conn.readonly("main"):
+        raise StoreError(f"{path}: cannot open the store for writing: read-only file or file system")
+    conn.set_busy_timeout(WRITER_BUSY_TIMEOUT_MS)
     version = _check_identity(conn, path, frozenset(_MIGRATIONS) | {SCHEMA_VERSION})
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
@@ -126,7 +155,6 @@ def open_for_writing(path: Path) -> apsw.Connection:
                 "INSERT INTO store_meta(key, value) VALUES ('format', ?), ('schema_version', ?)",
                 (STORE_FORMAT, str(SCHEMA_VERSION)),
             )
-    return conn
 
 
 WRITER_CACHE_KIB = 16_384
@@ -157,11 +185,11 @@ def transaction(conn: apsw.Connection) -> Iterator[apsw.Cursor]:
     conn.execute("BEGIN")
     try:
         yield conn.cursor()
+        conn.execute("COMMIT")  # a COMMIT that fails (busy, full) leaves the transaction open: rolled back
     except BaseException:
         if not conn.get_autocommit():  # SQLite may have rolled back already
             conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
 
 
 def open_read_only(path: Path) -> apsw.Connection:

@@ -136,9 +136,13 @@ def test_under_a_load_that_overflows_the_intake_rows_plus_dropped_equal_the_call
         ref.stop()
     conn = apsw.Connection(str(tmp_path / "h.db"))
     ((rows,),) = conn.execute("SELECT count(*) FROM call_log").fetchall()
+    ((gaps, gap_sum),) = conn.execute(
+        "SELECT count(*), sum(data ->> 'events') FROM events WHERE name = 'log.gap'"
+    )
     assert intake.dropped > 0, "the load did not overflow the intake"
     assert rows + intake.dropped == calls
-    assert stats.events_written == rows and stats.dropped == intake.dropped == len(dropped_metric)
+    assert gap_sum == intake.dropped, "every drop is recorded in a log.gap"
+    assert stats.events_written == rows + gaps and stats.dropped == intake.dropped == len(dropped_metric)
 
 
 @pytest.fixture

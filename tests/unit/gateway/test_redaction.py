@@ -5,8 +5,9 @@ from __future__ import annotations
 import base64
 import json
 
+from harness.gateway.evidence.args_cap import ARGS_CAP_BYTES
 from harness.gateway.evidence.recording import args_hash
-from harness.gateway.evidence.redaction import ARGS_CAP_BYTES, encoded_secrets, may_hold_secret, redacted_args
+from harness.gateway.evidence.redaction import encoded_secrets, may_hold_secret, redacted_args
 
 SECRETS = [
     "ghp_" + "a1B2" * 9,
@@ -48,7 +49,7 @@ def test_ordinary_arguments_are_kept_as_canonical_json():
 def test_stored_arguments_are_capped_at_4_kib_on_a_character_boundary():
     stored = redacted_args({"text": "é" * 10_000})
     assert len(stored.encode()) <= ARGS_CAP_BYTES
-    assert stored.endswith("…[truncated]")
+    assert json.loads(stored)["text"].endswith("…[truncated]")
 
 
 def test_args_hash_is_sha256_of_the_canonical_json():

@@ -67,3 +67,24 @@ def test_a_project_file_not_approved_is_named_with_the_command_that_approves_it(
     assert "project file /work/&lt;i&gt;proj&lt;/i&gt;/harness.toml is not approved" in page
     assert "harness project allow /work/&lt;i&gt;proj&lt;/i&gt;" in page
     assert "not approved" not in render(STATUS, [], {}).decode()
+
+
+def test_a_stalled_call_log_is_shown_in_red_with_its_reason():
+    stalled = {
+        "state": "stalled",
+        "since": "2026-12-05T07:00:00Z",
+        "reason": "disk full (database or disk is full)",
+        "waiting": 1200,
+        "dropped": 0,
+        "recovered": None,
+    }
+    page = render({**STATUS, "call_log": stalled}, [], {}).decode()
+    assert (
+        '<p class="bad" id="call-log">call log: stalled since 2026-12-05T07:00:00Z: the store is disk full'
+        in page
+    )
+    writing = {**stalled, "state": "writing", "since": None, "waiting": 0}
+    assert (
+        '<p class="ok" id="call-log">call log: writing'
+        in render({**STATUS, "call_log": writing}, [], {}).decode()
+    )

@@ -11,7 +11,7 @@ from harness.events import Event, ToolCallCompleted
 from harness.gateway.evidence.call_metrics import Count, Observations
 from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.evidence.metrics import CALL_SERIES, tool_label
-from harness.gateway.evidence.redaction import canonical_json, may_hold_secret, redact_text, redacted_args
+from harness.gateway.evidence.redaction import args_as_stored, canonical_json, may_hold_secret, redact_text
 from harness.gateway.evidence.secret_patterns import REDACTED
 from harness.vocabulary import ArgsMode, Outcome, Tier
 
@@ -77,12 +77,14 @@ class CallRecorder:
         ident = session.identity
         who = ident.attribution
         mode = self.args_mode
-        stored_hash = stored_args = None
+        stored_hash = stored_args = size = None
+        truncated = False
         if mode != "none":
             canonical = canonical_json(arguments)
-            stored_hash = args_hash(arguments, canonical)
+            raw = canonical.encode()
+            stored_hash, size = hashlib.sha256(raw).hexdigest(), len(raw)
             if mode == "redacted":
-                stored_args = redacted_args(arguments, canonical, self.known)
+                stored_args, truncated = args_as_stored(arguments, canonical, self.known)
         # Every field, in declaration order, of the type declared: the gateway computed each one, so
         # the event skips validation (``Event.trusted``; the recording tests compare it with a
         # validated event byte for byte).
@@ -101,6 +103,8 @@ class CallRecorder:
                 "tier": tier,
                 "args_hash": stored_hash,
                 "args": stored_args,
+                "args_truncated": truncated,
+                "args_bytes": size,
                 "outcome": outcome,
                 "error_reason": reason,
                 "response_bytes": response_bytes,

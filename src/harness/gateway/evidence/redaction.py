@@ -11,9 +11,8 @@ from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import unquote
 
+from harness.gateway.evidence.args_cap import CappedArgs, cap_json
 from harness.gateway.evidence.secret_patterns import MARKERS, PATTERNS, REDACTED
-
-ARGS_CAP_BYTES = 4096
 
 _SECRET_KEY = re.compile(
     r"(?i)(password|passwd|passphrase|(^|[_-])pass($|[_-])|pwd|secret|token|api[_-]?key|apikey|"
@@ -236,16 +235,6 @@ def redact_value(value: Any, scan: _Scan | None = None) -> Any:
     return value
 
 
-def cap_utf8(text: str, limit: int = ARGS_CAP_BYTES) -> str:
-    """``text`` cut to at most ``limit`` UTF-8 bytes, marked when cut."""
-    raw = text.encode()
-    if len(raw) <= limit:
-        return text
-    marker = "…[truncated]"
-    keep = limit - len(marker.encode())
-    return raw[:keep].decode(errors="ignore") + marker
-
-
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False)
 _CANONICAL_C = (
     None
@@ -307,12 +296,16 @@ class SecretFinder(Protocol):
         ...
 
 
-def redacted_args(arguments: Any, canonical: str | None = None, known: SecretFinder | None = None) -> str:
-    """Arguments as stored under ``call_log_args = "redacted"``: redacted canonical JSON, ≤ 4 KiB.
+def args_as_stored(
+    arguments: Any, canonical: str | None = None, known: SecretFinder | None = None
+) -> CappedArgs:
+    """Arguments as stored under ``call_log_args = "redacted"``: redacted canonical JSON of at most
+    4 KiB, still JSON when cut (``args_cap.cap_json``), and whether it was cut.
 
     Layers: the daemon's own secret values first (``known``, in any encoding), then secret-named
-    keys and secret-looking strings. ``canonical`` (the arguments' canonical JSON, if already made)
-    lets the common case, nothing to redact, skip the walk: one scan of the text decides.
+    keys and secret-looking strings; the cut comes last. ``canonical`` (the arguments' canonical
+    JSON, if already made) lets the common case, nothing to redact, skip the walk: one scan of the
+    text decides.
     """
     text = canonical if canonical is not None else canonical_json(arguments)
     if known is not None and known.found_in(text):
@@ -320,5 +313,11 @@ def redacted_args(arguments: Any, canonical: str | None = None, known: SecretFin
         text = canonical_json(arguments)
     encoded = encoded_secrets(text)
     if may_hold_secret(text) or encoded[0] or encoded[1]:
-        text = canonical_json(redact_value(arguments, _scan_for(text, encoded)))
-    return cap_utf8(text)
+        arguments = redact_value(arguments, _scan_for(text, encoded))
+        text = canonical_json(arguments)
+    return cap_json(arguments, text, canonical_json)
+
+
+def redacted_args(arguments: Any, canonical: str | None = None, known: SecretFinder | None = None) -> str:
+    """The text of ``args_as_stored``."""
+    return args_as_stored(arguments, canonical, known).text

@@ -10,6 +10,7 @@ from html import escape
 from pathlib import PurePath
 from typing import Any
 
+from harness.actors.log_stall import describe
 from harness.config.approvals import unapproved_hint
 from harness.printable import printable
 
@@ -93,6 +94,14 @@ def _call_rows(calls: Iterable[Mapping[str, Any]]) -> list[str]:
     return rows
 
 
+def _call_log(state: Mapping[str, Any] | None) -> str:
+    """Whether the call log is being written: a stall (and why) or drops in red."""
+    if not state:
+        return ""
+    css = "bad" if state["state"] == "stalled" or state["dropped"] else "ok"
+    return f'<p class="{css}" id="call-log">call log: {escape(describe(state))}</p>'
+
+
 def _unapproved(files: Iterable[str]) -> str:
     """A line per project file whose upstreams do not run until the operator approves it."""
     lines = []
@@ -119,6 +128,7 @@ def render(
         "<h1>Harness gateway</h1>",
         f"<p>daemon pid {escape(str(status.get('pid')))}, version {escape(str(status.get('version')))}, "
         f"{escape(str(status.get('sessions', 0)))} sessions <small>updated {stamp} UTC</small></p>",
+        _call_log(status.get("call_log")),
         "<h2>Upstreams</h2>",
         _table(
             "upstreams",
