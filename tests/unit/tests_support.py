@@ -33,6 +33,9 @@ def call_event(
         response_tokens_est=(103 + i) // 4,
         trace_id="t" * 32,
         span_id=f"{i:016x}",
+        exposed_name=f"demo__tool{i % 4}",
+        via_call_tool=False,
+        request_id=str(i),
     )
 
 

@@ -37,8 +37,17 @@ def _parser() -> argparse.ArgumentParser:
     calls.add_argument("--harness", help="only this harness's calls")
     calls.add_argument("--since", help="a duration (90s, 15m, 2h, 7d) or an ISO-8601 time")
     calls.add_argument("--limit", type=int, default=None, help="the N most recent, printed oldest first")
-    calls.add_argument("--json", action="store_true", help="one JSON object per line")
+    calls.add_argument(
+        "--after", type=int, default=0, metavar="POSITION", help="only calls logged after this position"
+    )
+    calls.add_argument(
+        "--json", action="store_true", help="one JSON object per line (same keys on every line)"
+    )
     calls.add_argument("--follow", action="store_true", help="keep printing calls as they land")
+    runs = sub.add_parser("runs", help="the runs (one per spawn), read from the store", epilog=_GLOBAL_HELP)
+    runs.add_argument("--harness", help="only this harness's runs")
+    runs.add_argument("--since", help="runs started since: a duration (90s, 15m, 2h, 7d) or an ISO-8601 time")
+    runs.add_argument("--json", action="store_true", help="one JSON object per line")
     replay = sub.add_parser("replay", help="copy events into a new store and fold every projection there")
     replay.add_argument("--db", help="source store (default: the state dir's harness.db)")
     replay.add_argument("--to", required=True, help="the new store file (must not exist)")
@@ -250,9 +259,11 @@ def _cmd_calls(ns: argparse.Namespace, g: Globals) -> int:
     since = iso_z(parse_since(ns.since)) if ns.since else None
     if ns.limit is not None and ns.limit < 1:
         raise UsageError("--limit must be at least 1")
+    if ns.after < 0:
+        raise UsageError("--after must be a position (0 or more)")
     view = open_store(g.paths.db)
     show: Callable[[dict[str, Any]], str] = call_json if ns.json else format_call
-    rows = view.calls(harness=ns.harness, since=since, limit=ns.limit)
+    rows = view.calls(harness=ns.harness, since=since, limit=ns.limit, after_position=ns.after)
     for row in rows:
         print(show(row), flush=ns.follow)
     if not ns.follow:
@@ -261,12 +272,18 @@ def _cmd_calls(ns: argparse.Namespace, g: Globals) -> int:
     # C code can be lost there, and the loop would never end (seen under load in CI).
     interrupted = threading.Event()
     signal.signal(signal.SIGINT, lambda _sig, _frame: interrupted.set())
-    last = rows[-1]["position"] if rows else 0
+    last = max((row["position"] for row in rows), default=ns.after)  # rows are shown by start time
     while not interrupted.wait(0.3):
         for row in view.calls(harness=ns.harness, since=since, after_position=last):
             print(show(row), flush=True)
-            last = row["position"]
+            last = max(last, row["position"])
     return 130
+
+
+def _cmd_runs(ns: argparse.Namespace, g: Globals) -> int:
+    from harness.cli.runs import print_runs
+
+    return print_runs(g, ns.harness, ns.since, as_json=ns.json)
 
 
 def _cmd_replay(ns: argparse.Namespace, g: Globals) -> int:
@@ -464,6 +481,7 @@ _HANDLERS: dict[str, Handler] = {
     "mcp": _cmd_mcp,
     "list": _cmd_list,
     "calls": _cmd_calls,
+    "runs": _cmd_runs,
     "replay": _cmd_replay,
     "tools": _cmd_tools,
     "reload": _cmd_reload,

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from harness.events.base import Event, event_class
+from harness.naming import exposed_name
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -29,6 +30,18 @@ UPCASTERS[("session.initialized", 1)] = _with_unknown_harness
 UPCASTERS[("session.closed", 1)] = _with_unknown_harness
 UPCASTERS[("tool_call.completed", 1)] = dict  # v2 lets args_hash be null; every v1 row has one
 UPCASTERS[("tool_search.completed", 1)] = dict  # v2 lets query be null; v1 rows hold it as sent
+
+
+def _with_call_site(fields: dict[str, Any]) -> dict[str, Any]:
+    """v3 calls say how the agent asked: the name it called (v2: the naming rule's, a gateway tool's
+    own name), whether through ``call_tool`` and the request id (v2: unknown, null)."""
+    upstream, tool = fields["upstream"], fields["tool"]
+    name = tool if upstream == "harness" else exposed_name(upstream, tool)
+    return {**fields, "exposed_name": name, "via_call_tool": None, "request_id": None}
+
+
+UPCASTERS[("tool_call.completed", 2)] = _with_call_site
+UPCASTERS[("harness.spawned", 1)] = lambda fields: {**fields, "restarted_run_id": None}
 
 
 def encode(event: Event) -> str:

@@ -32,6 +32,9 @@ COLUMNS: tuple[str, ...] = (
     "trace_id",
     "span_id",
     "session_id",
+    "exposed_name",
+    "via_call_tool",
+    "request_id",
 )
 
 _DDL = """
@@ -55,12 +58,16 @@ CREATE TABLE call_log(
     response_tokens_est INTEGER NOT NULL,
     trace_id            TEXT    NOT NULL,
     span_id             TEXT    NOT NULL,
-    session_id          TEXT    NOT NULL
+    session_id          TEXT    NOT NULL,
+    exposed_name        TEXT    NOT NULL,     -- the name the agent called, as its session listed it
+    via_call_tool       INTEGER,              -- 1: through call_tool; NULL: not recorded (v2 events)
+    request_id          TEXT                  -- the JSON-RPC id as JSON text
 );
 CREATE INDEX call_log_ts ON call_log(ts);                        -- harness calls --since
 CREATE INDEX call_log_harness_ts ON call_log(harness, ts);        -- per harness; top_k's window edges
 CREATE INDEX call_log_upstream_tool ON call_log(upstream, tool);  -- tool usage
 CREATE INDEX call_log_session ON call_log(session_id, position);  -- sessions, search hit rate
+CREATE INDEX call_log_run ON call_log(run_id, position);          -- runs, trajectories
 """
 
 TS_SQL = "replace(datetime({}, 'unixepoch', 'subsec'), ' ', 'T') || 'Z'"
@@ -110,12 +117,13 @@ def iso_ms(ts: float) -> str:
 
 
 class CallLogProjection(
-    Folding, name="call_log", version=3, handles={ToolCallCompleted.STORED_NAME}, ddl=_DDL
+    Folding, name="call_log", version=4, handles={ToolCallCompleted.STORED_NAME}, ddl=_DDL
 ):
     """Folds ``tool_call.completed`` events into ``call_log``.
 
     Version 2 added the ``call_log_session`` index; version 3 lets ``args_hash`` be null
-    (``call_log_args = "none"`` stores neither the arguments nor their hash).
+    (``call_log_args = "none"`` stores neither the arguments nor their hash); version 4 adds
+    ``exposed_name``, ``via_call_tool``, ``request_id`` and the ``call_log_run`` index.
     """
 
     def apply(self, envelopes: Sequence[Envelope], cursor: apsw.Cursor) -> None:

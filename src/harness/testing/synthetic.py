@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import events as ev
+from harness.naming import exposed_name
 from harness.vocabulary import Outcome
 
 DEFAULT_CATALOGS: dict[str, list[dict[str, Any]]] = {
@@ -176,6 +177,7 @@ def _spawn(rng: random.Random, harness: str, ts: float, i: int) -> ev.HarnessSpa
         config_hash=hashlib.sha256(harness.encode()).hexdigest(),
         trace_id=f"{rng.getrandbits(128):032x}",
         workdir=f"/home/dev/{harness}",
+        restarted_run_id=None,
     )
 
 
@@ -264,6 +266,9 @@ def _call(
         response_tokens_est=(size + 3) // 4,
         trace_id=run.trace_id,
         span_id=f"{rng.getrandbits(64):016x}",
+        exposed_name=tool if upstream == "harness" else exposed_name(upstream, tool),
+        via_call_tool=False,
+        request_id=str(n),
     )
 
 

@@ -1,8 +1,9 @@
 """Read-only access to a store for the CLI, evals and notebooks: ``harness.open_store(path)``.
 
-Every query reads projections (``call_log``, ``tool_index``, ``top_k_hourly``, ``upstreams``) or
-the event log over a read-only connection; the daemon may be running (WAL lets readers run beside
-the writer). Methods ending in ``_frame`` return pandas DataFrames (pandas must be installed).
+Every query reads projections (``call_log``, ``runs``, ``tool_index``, ``top_k_hourly``,
+``upstreams``) or the event log over a read-only connection; the daemon may be running (WAL lets
+readers run beside the writer). Methods ending in ``_frame`` return pandas DataFrames (pandas must
+be installed: the ``analysis`` extra).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import apsw
 
@@ -22,10 +23,30 @@ from harness.projections.call_log import COLUMNS, iso_ms
 from harness.projections.tool_index import ToolHit
 from harness.projections.tool_ranking import search
 from harness.projections.top_k import tool_counts
+from harness.reading.log import RawEvent, StoreVersions, Unknown, read_events, store_versions
+from harness.reading.runs import Run, Step, Trajectory, query_runs, query_trajectories
 from harness.store import StoreError, open_read_only, to_envelope
+from harness.vocabulary import FAILED_OUTCOMES, outcome_in
 
-FAILED = ("upstream_error", "timeout", "denied", "circuit_open", "cancelled", "tool_error")
-"""Outcomes other than ``ok``."""
+FAILED = FAILED_OUTCOMES
+"""Outcomes that count as a failure (every one but ``ok`` and ``cancelled``): one definition, in
+``harness.vocabulary``, for every reader, the CLI and the ``runs`` projection."""
+_FAILED_SQL = outcome_in(FAILED_OUTCOMES)
+
+__all__ = [
+    "FAILED",
+    "RawEvent",
+    "Run",
+    "SearchHitRate",
+    "SearchOutcome",
+    "SessionSummary",
+    "Step",
+    "StoreVersions",
+    "StoreView",
+    "ToolUsage",
+    "Trajectory",
+    "open_store",
+]
 
 TimeBound = str | float | datetime | None
 """A time filter: ISO-8601 text (as in ``call_log.ts``), epoch seconds, or a datetime."""
@@ -142,7 +163,7 @@ class StoreView:
         (and after ``after_position``), ordered by start time (``ts``, then position).
 
         ``since`` ≤ ts < ``until``; text bounds compare with ``call_log.ts`` as text. ``failed``: only
-        calls that did not succeed (every outcome but ``ok`` and ``cancelled``).
+        failed calls (``FAILED``).
         """
         where = ["position > ?"]
         args: list[Any] = [after_position]
@@ -158,7 +179,7 @@ class StoreView:
                 where.append(f"{column} = ?")
                 args.append(value)
         if failed:
-            where.append("outcome NOT IN ('ok', 'cancelled')")
+            where.append(_FAILED_SQL)
         if (lo := _bound(since)) is not None:
             where.append("ts >= ?")
             args.append(lo)
@@ -170,6 +191,9 @@ class StoreView:
             sql += " LIMIT ?"
             args.append(limit)
         rows = [dict(zip(COLUMNS, row, strict=True)) for row in self.conn.execute(sql, args)]
+        for row in rows:
+            if (via := row["via_call_tool"]) is not None:
+                row["via_call_tool"] = bool(via)
         rows.sort(key=_start_order)  # chosen by log position (completion), shown by start time
         return rows
 
@@ -178,16 +202,16 @@ class StoreView:
         where, args = self._filters(harness, since)
         sql = (
             "SELECT session_id, harness, run_id, min(ts), max(ts), count(*),"
-            f" sum(outcome != 'ok'), count(DISTINCT upstream || char(0) || tool) FROM call_log {where}"
+            f" sum({_FAILED_SQL}), count(DISTINCT upstream || char(0) || tool) FROM call_log {where}"
             " GROUP BY session_id ORDER BY min(position)"
         )
         return [SessionSummary(*row) for row in self.conn.execute(sql, args)]
 
     def tool_usage(self, *, harness: str | None = None, since: TimeBound = None) -> list[ToolUsage]:
-        """Per tool: calls, failures (outcome not ok), sessions, latency p50/p95; most called first."""
+        """Per tool: calls, failures (``FAILED``), sessions, latency p50/p95; most called first."""
         where, args = self._filters(harness, since)
         sql = (
-            "SELECT upstream, tool, latency_ms, outcome != 'ok', session_id, response_bytes"
+            f"SELECT upstream, tool, latency_ms, {_FAILED_SQL}, session_id, response_bytes"
             f" FROM call_log {where} ORDER BY upstream, tool"
         )
         groups: dict[tuple[str, str], list[tuple[float, int, str, int]]] = {}
@@ -302,18 +326,62 @@ class StoreView:
         names = [d[0] for d in cursor.getdescription()]
         return [dict(zip(names, row, strict=True)) for row in cursor]
 
-    def events(self, *, name: str | None = None, since: TimeBound = None) -> Iterator[Envelope]:
-        """Stored events in position order (decoded, upcast), optionally one stored name only."""
-        sql = "SELECT position, ts, name, version, correlation, data FROM events WHERE 1"
-        args: list[Any] = []
-        if name is not None:
-            sql += " AND name = ?"
-            args.append(name)
-        if (lo := _epoch(since)) is not None:
-            sql += " AND ts >= ?"
-            args.append(lo)
-        for row in self.conn.execute(sql + " ORDER BY position", args):
-            yield to_envelope(row)
+    @overload
+    def events(
+        self, *, name: str | None = None, since: TimeBound = None, unknown: Literal["raise", "skip"] = "raise"
+    ) -> Iterator[Envelope]: ...
+
+    @overload
+    def events(
+        self, *, name: str | None = None, since: TimeBound = None, unknown: Literal["raw"]
+    ) -> Iterator[Envelope | RawEvent]: ...
+
+    def events(
+        self, *, name: str | None = None, since: TimeBound = None, unknown: Unknown = "raise"
+    ) -> Iterator[Envelope | RawEvent]:
+        """Stored events in position order (decoded, upcast), optionally one stored name only.
+
+        An event this code cannot decode (a newer version, a name it does not know: a store written
+        by a newer daemon) raises ``StoreError`` (``unknown="raise"``), is left out (``"skip"``) or
+        comes as a :class:`RawEvent` with its stored fields (``"raw"``). Only ``"raw"`` yields
+        anything but envelopes.
+        """
+        yield from read_events(self.conn, name=name, since=_epoch(since), unknown=unknown)
+
+    def versions(self) -> StoreVersions:
+        """The store's schema version and projection versions, beside this code's."""
+        return store_versions(self.conn)
+
+    # ------------------------------------------------------------------ runs
+
+    def runs(
+        self,
+        *,
+        harness: str | None = None,
+        since: TimeBound = None,
+        run_ids: Collection[str] | None = None,
+    ) -> list[Run]:
+        """Runs (one per spawn), oldest first: metadata, start, end, exit code, the run restarted,
+        calls, failures (``FAILED``) and denials. ``since`` bounds the start."""
+        self._require("runs")
+        return query_runs(self.conn, harness=harness, since=_bound(since), run_ids=run_ids)
+
+    def trajectory(self, run_id: str) -> Trajectory:
+        """One run's steps in the order the agent made them (start time, then log position)."""
+        found = self.trajectories(run_ids=[run_id])
+        if not found:
+            raise StoreError(f"{self.path}: no run {run_id!r}")
+        return found[0]
+
+    def trajectories(
+        self,
+        *,
+        harness: str | None = None,
+        since: TimeBound = None,
+        run_ids: Collection[str] | None = None,
+    ) -> list[Trajectory]:
+        """``trajectory`` of every run ``runs(...)`` selects, in its order."""
+        return query_trajectories(self.conn, self.runs(harness=harness, since=since, run_ids=run_ids))
 
     # ------------------------------------------------------------------ DataFrames
 
@@ -321,6 +389,27 @@ class StoreView:
         """``calls(**filters)`` as a pandas DataFrame, ``ts`` parsed to UTC datetimes."""
         pd = _pandas()
         frame = pd.DataFrame(self.calls(**filters), columns=list(COLUMNS))
+        frame["ts"] = pd.to_datetime(frame["ts"], utc=True, format="ISO8601")
+        return frame
+
+    def runs_frame(self, **filters: Any) -> Any:
+        """``runs(**filters)`` as a DataFrame, ``started`` and ``ended`` as UTC datetimes."""
+        pd = _pandas()
+        frame = pd.DataFrame([asdict(r) for r in self.runs(**filters)], columns=list(Run.__annotations__))
+        for column in ("started", "ended"):
+            frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
+        return frame
+
+    def steps_frame(self, **filters: Any) -> Any:
+        """The steps of ``trajectories(**filters)``, one row each, with the run's id and harness."""
+        rows = [
+            {"run_id": t.run.run_id, "harness": t.run.harness, **asdict(step)}
+            for t in self.trajectories(**filters)
+            for step in t.steps
+        ]
+        pd = _pandas()
+        columns = ["run_id", "harness", *Step.__annotations__]
+        frame = pd.DataFrame(rows, columns=columns)
         frame["ts"] = pd.to_datetime(frame["ts"], utc=True, format="ISO8601")
         return frame
 
