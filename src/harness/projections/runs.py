@@ -122,7 +122,8 @@ class RunsProjection(
         return True
 
     def forget(self, cursor: apsw.Cursor, before: float) -> None:
-        """Retention removed old calls (and spawns and exits): refold every run from what remains."""
+        """Retention removed old calls (and spawns and exits): refold every run from what remains,
+        the counts from ``call_log`` (which folds, and forgets, before this projection)."""
         cursor.execute("DELETE FROM runs")
         last = int(cursor.execute("SELECT coalesce(max(position), 0) FROM events").get)
-        self.apply_stored(cursor, 0, last, {})
+        self.apply_stored(cursor, 0, last, {CallLogProjection.name: last})
