@@ -17,7 +17,7 @@ ROOT = Path(__file__).parents[2]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 OPTIONAL_MODULES = {"opentelemetry": "otel"}
 """Top-level modules only an extra brings, imported where that extra is used (guarded)."""
-DYNAMIC_IMPORTS = {"pandas": "analysis"}
+DYNAMIC_IMPORTS = {"pandas": "analysis", "pyarrow": "analysis"}
 """Modules imported by name at run time (``importlib.import_module``): not seen by the parser."""
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePath
 from typing import Any
 
+from harness.cli import export_command
 from harness.cli.common import Globals, UsageError, globals_from, iso_z, parse_since
 from harness.cli.formatting import call_json, format_call
 from harness.config.approvals import unapproved_hint
@@ -44,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="one JSON object per line (same keys on every line)"
     )
     calls.add_argument("--follow", action="store_true", help="keep printing calls as they land")
+    export_command.add_parser(sub, _GLOBAL_HELP)
     runs = sub.add_parser("runs", help="the runs (one per spawn), read from the store", epilog=_GLOBAL_HELP)
     runs.add_argument("--harness", help="only this harness's runs")
     runs.add_argument("--since", help="runs started since: a duration (90s, 15m, 2h, 7d) or an ISO-8601 time")
@@ -280,6 +282,10 @@ def _cmd_calls(ns: argparse.Namespace, g: Globals) -> int:
     return 130
 
 
+def _cmd_export(ns: argparse.Namespace, g: Globals) -> int:
+    return export_command.run_export(ns, g)
+
+
 def _cmd_runs(ns: argparse.Namespace, g: Globals) -> int:
     from harness.cli.runs import print_runs
 
@@ -482,6 +488,7 @@ _HANDLERS: dict[str, Handler] = {
     "list": _cmd_list,
     "calls": _cmd_calls,
     "runs": _cmd_runs,
+    "export": _cmd_export,
     "replay": _cmd_replay,
     "tools": _cmd_tools,
     "reload": _cmd_reload,

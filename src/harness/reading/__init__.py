@@ -111,7 +111,8 @@ class SearchHitRate:
         return self.hits / self.followed if self.followed else None
 
 
-def _bound(value: TimeBound) -> str | None:
+def iso_bound(value: TimeBound) -> str | None:
+    """A time bound as the ISO text ``call_log.ts`` and ``runs.started`` compare with."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, datetime):
@@ -180,10 +181,10 @@ class StoreView:
                 args.append(value)
         if failed:
             where.append(_FAILED_SQL)
-        if (lo := _bound(since)) is not None:
+        if (lo := iso_bound(since)) is not None:
             where.append("ts >= ?")
             args.append(lo)
-        if (hi := _bound(until)) is not None:
+        if (hi := iso_bound(until)) is not None:
             where.append("ts < ?")
             args.append(hi)
         sql = f"SELECT {', '.join(COLUMNS)} FROM call_log WHERE {' AND '.join(where)} ORDER BY position DESC"
@@ -241,7 +242,7 @@ class StoreView:
         if harness is not None:
             where.append("harness = ?")
             args.append(harness)
-        if (lo := _bound(since)) is not None:
+        if (lo := iso_bound(since)) is not None:
             where.append("ts >= ?")
             args.append(lo)
         return ("WHERE " + " AND ".join(where)) if where else "", args
@@ -364,7 +365,7 @@ class StoreView:
         """Runs (one per spawn), oldest first: metadata, start, end, exit code, the run restarted,
         calls, failures (``FAILED``) and denials. ``since`` bounds the start."""
         self._require("runs")
-        return query_runs(self.conn, harness=harness, since=_bound(since), run_ids=run_ids)
+        return query_runs(self.conn, harness=harness, since=iso_bound(since), run_ids=run_ids)
 
     def trajectory(self, run_id: str) -> Trajectory:
         """One run's steps in the order the agent made them (start time, then log position)."""

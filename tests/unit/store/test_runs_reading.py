@@ -3,51 +3,25 @@
 from __future__ import annotations
 
 import pytest
-from tests_support import call_event
+from tests_support import T0, exit_event, run_call, spawn_event
 
 import harness
 from harness.actors.log_writer import EventIntake, LogWriterActor
-from harness.events import HarnessExited, HarnessSpawned
 from harness.projections.runs import RunsProjection
 from harness.vocabulary import FAILED_OUTCOMES
-
-T0 = 1_796_000_000.0
-
-
-def _spawn(run_id: str, ts: float, restarted: str | None = None) -> HarnessSpawned:
-    return HarnessSpawned(
-        ts=ts,
-        harness="h",
-        run_id=run_id,
-        pid=10,
-        adapter="generic",
-        model="m",
-        config_hash="c",
-        trace_id="t" * 32,
-        workdir="/w",
-        restarted_run_id=restarted,
-    )
-
-
-def _exit(run_id: str, ts: float, code: int) -> HarnessExited:
-    return HarnessExited(ts=ts, harness="h", run_id=run_id, pid=10, returncode=code)
-
-
-def _call(i: int, run_id: str, outcome: str, ts: float):
-    return call_event(i, outcome=outcome, ts=ts).model_copy(update={"run_id": run_id})
 
 
 @pytest.fixture
 def store(tmp_path):
     outcomes = ["ok", "tool_error", "denied", "cancelled", "timeout", "ok"]
     events = [
-        _spawn("run1", T0),
-        *[_call(i, "run1", outcome, T0 + 1 + i) for i, outcome in enumerate(outcomes)],
-        _exit("run1", T0 + 10, 1),
-        _spawn("run2", T0 + 11, restarted="run1"),
-        _call(9, "run2", "ok", T0 + 13),
-        _call(8, "run2", "ok", T0 + 12),  # started earlier, logged later
-        _call(7, "lost", "denied", T0 + 14),  # a run whose spawn is not in the log
+        spawn_event("run1", T0),
+        *[run_call(i, "run1", outcome, T0 + 1 + i) for i, outcome in enumerate(outcomes)],
+        exit_event("run1", T0 + 10, 1),
+        spawn_event("run2", T0 + 11, restarted="run1"),
+        run_call(9, "run2", "ok", T0 + 13),
+        run_call(8, "run2", "ok", T0 + 12),  # started earlier, logged later
+        run_call(7, "lost", "denied", T0 + 14),  # a run whose spawn is not in the log
     ]
     path = tmp_path / "harness.db"
     ref = LogWriterActor.start(path, EventIntake())
