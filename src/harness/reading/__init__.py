@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Collection, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -25,6 +25,7 @@ from harness.projections.tool_ranking import search
 from harness.projections.top_k import tool_counts
 from harness.reading.log import RawEvent, StoreVersions, Unknown, read_events, store_versions
 from harness.reading.runs import Run, Step, Trajectory, query_runs, query_trajectories
+from harness.reading.summaries import SearchHitRate, SearchOutcome, SessionSummary, ToolUsage
 from harness.store import StoreError, open_read_only, to_envelope
 from harness.vocabulary import FAILED_OUTCOMES, outcome_in
 
@@ -50,65 +51,6 @@ __all__ = [
 
 TimeBound = str | float | datetime | None
 """A time filter: ISO-8601 text (as in ``call_log.ts``), epoch seconds, or a datetime."""
-
-
-@dataclass(frozen=True)
-class SessionSummary:
-    """One downstream session as its calls show it."""
-
-    session_id: str
-    harness: str | None
-    run_id: str | None
-    first_ts: str
-    last_ts: str
-    calls: int
-    failures: int
-    tools: int
-    """Distinct (upstream, tool) pairs called."""
-
-
-@dataclass(frozen=True)
-class ToolUsage:
-    """Calls of one tool: counts, outcomes and latency quantiles."""
-
-    upstream: str
-    tool: str
-    calls: int
-    failures: int
-    sessions: int
-    p50_ms: float
-    p95_ms: float
-    mean_response_bytes: float
-
-
-@dataclass(frozen=True)
-class SearchOutcome:
-    """One ``search_tools`` call and the first upstream tool its session called afterwards."""
-
-    position: int
-    session_id: str
-    harness: str | None
-    query: str | None
-    results: tuple[str, ...]
-    next_tool: str | None
-    """Exposed name of the next upstream tool call in the session (None: no call followed)."""
-    hit: bool | None
-    """Whether ``next_tool`` was among ``results`` (None when no call followed)."""
-
-
-@dataclass(frozen=True)
-class SearchHitRate:
-    """How often the tool a session called after ``search_tools`` was among that search's results."""
-
-    searches: int
-    followed: int
-    """Searches after which the session called an upstream tool."""
-    hits: int
-
-    @property
-    def rate(self) -> float | None:
-        """hits / followed (None when no search was followed by a call)."""
-        return self.hits / self.followed if self.followed else None
 
 
 def iso_bound(value: TimeBound) -> str | None:
