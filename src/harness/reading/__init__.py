@@ -129,7 +129,9 @@ class StoreView:
         if (hi := iso_bound(until)) is not None:
             where.append("ts < ?")
             args.append(hi)
-        sql = f"SELECT {', '.join(COLUMNS)} FROM call_log WHERE {' AND '.join(where)} ORDER BY position DESC"
+        sql = (
+            f"SELECT {self._call_columns()} FROM call_log WHERE {' AND '.join(where)} ORDER BY position DESC"
+        )
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
@@ -137,8 +139,17 @@ class StoreView:
         for row in rows:
             if (via := row["via_call_tool"]) is not None:
                 row["via_call_tool"] = bool(via)
+            if row["exposed_name"] is None:  # a call_log older than v4: the naming rule's name
+                upstream, tool = row["upstream"], row["tool"]
+                row["exposed_name"] = tool if upstream == "harness" else exposed_name(upstream, tool)
         rows.sort(key=_start_order)  # chosen by log position (completion), shown by start time
         return rows
+
+    def _call_columns(self) -> str:
+        """``COLUMNS`` as a select list; a column the store's ``call_log`` lacks (an older version,
+        until the daemon of this version rebuilds it) reads as NULL."""
+        present = {row[1] for row in self.conn.execute("PRAGMA table_info(call_log)")}
+        return ", ".join(c if c in present else f"NULL AS {c}" for c in COLUMNS)
 
     def sessions(self, *, harness: str | None = None, since: TimeBound = None) -> list[SessionSummary]:
         """Sessions that made calls, by first call."""

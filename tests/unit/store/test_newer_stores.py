@@ -100,3 +100,23 @@ def test_a_projection_new_to_the_store_is_built_whole_in_the_transaction_that_cr
     conn.close()
     with harness.open_store(path) as store:
         assert store.versions().stale == ()
+
+
+def test_this_code_reads_the_calls_of_a_store_whose_call_log_is_older_than_its_own(tmp_path):
+    path = tmp_path / "harness.db"
+    ref = LogWriterActor.start(path, EventIntake())
+    ref.proxy().write([call_event(i) for i in range(2)]).get(timeout=30)
+    ref.stop()
+    conn = open_for_writing(path)
+    with conn:  # call_log as version 3 had it, until a daemon of this version rebuilds it
+        for column in ("exposed_name", "via_call_tool", "request_id"):
+            conn.execute(f"ALTER TABLE call_log DROP COLUMN {column}")
+        conn.execute("UPDATE projection_checkpoints SET version = 3 WHERE name = 'call_log'")
+    conn.close()
+    with harness.open_store(path) as store:
+        rows = store.calls()
+        assert [(r["exposed_name"], r["via_call_tool"], r["request_id"]) for r in rows] == [
+            ("demo__tool0", None, None),
+            ("demo__tool1", None, None),
+        ]
+        assert store.versions().stale == ("call_log",)
