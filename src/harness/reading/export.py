@@ -21,7 +21,6 @@ import os
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
@@ -192,9 +191,9 @@ _BOOL_COLUMNS = frozenset({"via_call_tool", "failed"})
 _TIME_COLUMNS = frozenset({"ts", "started", "ended"})
 
 
-def _arrow_type(pa: Any, column: str) -> Any:
+def _arrow_type(pa: Any, column: str, time: Any) -> Any:
     if column in _TIME_COLUMNS:
-        return pa.timestamp("ms", tz="UTC")
+        return time
     if column in _INT_COLUMNS:
         return pa.int64()
     if column in _BOOL_COLUMNS:
@@ -206,30 +205,21 @@ def _arrow_type(pa: Any, column: str) -> Any:
     raise AssertionError(f"no Arrow type for column {column!r}")
 
 
-def _schema(pa: Any, kind: str) -> Any:
-    """The Arrow schema of a part: explicit, so every part has the same one (``args`` stays JSON
-    text: each tool's arguments differ)."""
+def _schema(pa: Any, kind: str, time: Any) -> Any:
+    """The Arrow schema of a part, times as ``time``: explicit, so every part has the same one
+    (``args`` stays JSON text: each tool's arguments differ)."""
     if kind == "calls":
-        return pa.schema([(c, _arrow_type(pa, c)) for c in COLUMNS if c != "harness"])
-    step = pa.struct([(c, _arrow_type(pa, c)) for c in Step.__dataclass_fields__])
-    run = [(c, _arrow_type(pa, c)) for c in Run.__dataclass_fields__ if c != "harness"]
+        return pa.schema([(c, _arrow_type(pa, c, time)) for c in COLUMNS if c != "harness"])
+    step = pa.struct([(c, _arrow_type(pa, c, time)) for c in Step.__dataclass_fields__])
+    run = [(c, _arrow_type(pa, c, time)) for c in Run.__dataclass_fields__ if c != "harness"]
     return pa.schema([*run, ("steps", pa.list_(step))])
 
 
-def _times(value: dict[str, Any]) -> dict[str, Any]:
-    """ISO texts of time columns as datetimes (Arrow's timestamp columns take datetimes)."""
-    out = dict(value)
-    for column in _TIME_COLUMNS & out.keys():
-        if out[column] is not None:
-            out[column] = datetime.fromisoformat(out[column].replace("Z", "+00:00"))
-    if "steps" in out:
-        out["steps"] = [_times(s) for s in out["steps"]]
-    return out
-
-
 def _write_parquet(path: Path, rows: list[dict[str, Any]], kind: str) -> None:
+    """Rows as read (times as ISO text), cast by Arrow to the final schema (times as UTC ms)."""
     pa, pq = _pyarrow()
-    table = pa.Table.from_pylist([_times(r) for r in rows], schema=_schema(pa, kind))
+    table = pa.Table.from_pylist(rows, schema=_schema(pa, kind, pa.string()))
+    table = table.cast(_schema(pa, kind, pa.timestamp("ms", tz="UTC")))
     tmp = path.with_name(f".{path.name}.tmp")
     pq.write_table(table, tmp)
     os.replace(tmp, path)
