@@ -26,7 +26,7 @@ from harness.projections.top_k import tool_counts
 from harness.reading.log import RawEvent, StoreVersions, Unknown, read_events, store_versions
 from harness.reading.runs import Run, Step, Trajectory, query_runs, query_trajectories
 from harness.reading.summaries import SearchHitRate, SearchOutcome, SessionSummary, ToolUsage
-from harness.store import StoreError, open_read_only, to_envelope
+from harness.store import StoreError, open_read_only
 from harness.vocabulary import FAILED_OUTCOMES, outcome_in
 
 FAILED = FAILED_OUTCOMES
@@ -204,14 +204,8 @@ class StoreView:
 
     def searches(self, *, harness: str | None = None, since: TimeBound = None) -> list[SearchOutcome]:
         """Every ``tool_search.completed`` with the next upstream tool its session called."""
-        sql = "SELECT position, ts, name, version, correlation, data FROM events WHERE name = ?"
-        args: list[Any] = [ToolSearchCompleted.STORED_NAME]
-        if (lo := _epoch(since)) is not None:
-            sql += " AND ts >= ?"
-            args.append(lo)
         out: list[SearchOutcome] = []
-        for row in self.conn.execute(sql + " ORDER BY position", args).fetchall():
-            env = to_envelope(row)
+        for env in list(self.events(name=ToolSearchCompleted.STORED_NAME, since=since)):
             ev = env.event
             assert isinstance(ev, ToolSearchCompleted)
             if harness is not None and ev.harness != harness:
