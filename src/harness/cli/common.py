@@ -11,7 +11,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from harness.gateway.state_dir import StatePaths, default_state_dir
+from harness.gateway.state_dir import StatePaths
+from harness.store.location import default_state_dir
 
 
 class CliError(Exception):

@@ -27,6 +27,7 @@ from harness.reading.log import RawEvent, StoreVersions, Unknown, read_events, s
 from harness.reading.runs import Run, Step, Trajectory, query_runs, query_trajectories
 from harness.reading.summaries import SearchHitRate, SearchOutcome, SessionSummary, ToolUsage
 from harness.store import StoreError, open_read_only
+from harness.store.location import STORE_FILE, default_state_dir
 from harness.vocabulary import FAILED_OUTCOMES, outcome_in
 
 FAILED = FAILED_OUTCOMES
@@ -402,15 +403,15 @@ def _pandas() -> Any:
         raise ImportError("DataFrames need pandas: pip install pandas") from exc
 
 
-def open_store(path: str | Path) -> StoreView:
+def open_store(path: str | Path | None = None) -> StoreView:
     """Open a store read-only (it may be live: WAL lets readers run beside the daemon).
 
-    ``path`` is the store file (``harness.db``); given a state dir, it says so.
+    ``path`` is the store file, or a state dir holding it (``harness.db``); by default the daemon's
+    default state dir's (``$XDG_STATE_HOME/harness``, else ``~/.local/state/harness``).
     """
-    store = Path(path).expanduser()
+    store = default_state_dir() if path is None else Path(path).expanduser()
     if store.is_dir():
-        hint = store / "harness.db"
-        raise StoreError(f"{store} is a folder, not a store: open the store file in it ({hint})")
+        store = store / STORE_FILE
     return StoreView(store)
 
 

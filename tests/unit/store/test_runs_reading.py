@@ -70,3 +70,18 @@ def test_runs_are_a_projection_of_their_own_version(store):
     assert versions.projections["runs"] == RunsProjection.version
     assert versions.stale == ()
     assert versions.schema >= 2
+
+
+def test_open_store_opens_the_default_state_dirs_store_or_the_store_in_a_state_dir(tmp_path, monkeypatch):
+    state = tmp_path / "xdg" / "harness"
+    state.mkdir(parents=True)
+    ref = LogWriterActor.start(state / "harness.db", EventIntake())
+    ref.proxy().write([run_call(0, "run1", "ok", T0)]).get(timeout=30)
+    ref.stop()
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    with harness.open_store() as store:
+        assert store.path == state / "harness.db" and len(store.calls()) == 1
+    with harness.open_store(state) as store:
+        assert store.path == state / "harness.db"
+    with pytest.raises(harness.store.StoreError, match="no store here"):
+        harness.open_store(tmp_path)
