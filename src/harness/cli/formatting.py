@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.naming import exposed_name
+from harness.naming import called_name
 
 
 def format_call(row: dict[str, Any]) -> str:
@@ -13,7 +13,7 @@ def format_call(row: dict[str, Any]) -> str:
     who = fit(row["harness"] or "(unattributed)", WHO_WIDTH)
     reason = f" ({row['error_reason']})" if row.get("error_reason") and row["outcome"] != "ok" else ""
     upstream, tool = row["upstream"], row["tool"]
-    tool = fit(tool if upstream == "harness" else exposed_name(upstream, tool), TOOL_WIDTH)
+    tool = fit(called_name(upstream, tool), TOOL_WIDTH)
     return (
         f"{row['ts']}  {who:<{WHO_WIDTH}} {tool:<{TOOL_WIDTH}} {fit(row['outcome'] + reason, 32):<32} "
         f"{row['latency_ms']:>9.2f} ms  {row['response_bytes']:>8} B"

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from harness.events.base import Event, event_class
-from harness.naming import exposed_name
+from harness.naming import called_name
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -36,7 +36,7 @@ def _with_call_site(fields: dict[str, Any]) -> dict[str, Any]:
     """v3 calls say how the agent asked: the name it called (v2: the naming rule's, a gateway tool's
     own name), whether through ``call_tool`` and the request id (v2: unknown, null)."""
     upstream, tool = fields["upstream"], fields["tool"]
-    name = tool if upstream == "harness" else exposed_name(upstream, tool)
+    name = called_name(upstream, tool)
     return {**fields, "exposed_name": name, "via_call_tool": None, "request_id": None}
 
 

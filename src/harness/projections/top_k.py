@@ -18,12 +18,12 @@ from collections.abc import Mapping, Sequence
 import apsw
 
 from harness.events import Envelope, ToolCallCompleted
+from harness.naming import GATEWAY_UPSTREAM
 from harness.projections.base import Folding
 from harness.projections.call_log import CallLogProjection
 from harness.vocabulary import TOOL_RAN_OUTCOMES, outcome_in
 
 COUNTED_OUTCOMES: tuple[str, ...] = TOOL_RAN_OUTCOMES
-GATEWAY_UPSTREAM = "harness"
 HOUR = 3600.0
 
 _DDL = """

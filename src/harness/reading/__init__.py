@@ -18,7 +18,7 @@ from typing import Any, Literal, overload
 import apsw
 
 from harness.events import Envelope, ToolSearchCompleted
-from harness.naming import exposed_name
+from harness.naming import called_name, exposed_name
 from harness.projections.call_log import COLUMNS, iso_ms
 from harness.projections.tool_index import ToolHit
 from harness.projections.tool_ranking import search
@@ -142,7 +142,7 @@ class StoreView:
                 row["via_call_tool"] = bool(via)
             if row["exposed_name"] is None:  # a call_log older than v4: the naming rule's name
                 upstream, tool = row["upstream"], row["tool"]
-                row["exposed_name"] = tool if upstream == "harness" else exposed_name(upstream, tool)
+                row["exposed_name"] = called_name(upstream, tool)
         rows.sort(key=_start_order)  # chosen by log position (completion), shown by start time
         return rows
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import events as ev
-from harness.naming import exposed_name
+from harness.naming import called_name, exposed_name
 from harness.vocabulary import Outcome
 
 DEFAULT_CATALOGS: dict[str, list[dict[str, Any]]] = {
@@ -212,7 +212,6 @@ def _search(
 ) -> Iterator[ev.Event]:
     rng, ts, sid, run = turn.rng, turn.ts, turn.sid, turn.run
     upstream, tool = wanted
-    from harness.naming import exposed_name
 
     others = [exposed_name(up, str(t["name"])) for up in catalogs for t in catalogs[up][:3]]
     results = rng.sample(others, k=min(4, len(others)))
@@ -266,7 +265,7 @@ def _call(
         response_tokens_est=(size + 3) // 4,
         trace_id=run.trace_id,
         span_id=f"{rng.getrandbits(64):016x}",
-        exposed_name=tool if upstream == "harness" else exposed_name(upstream, tool),
+        exposed_name=called_name(upstream, tool),
         via_call_tool=False,
         request_id=str(n),
     )
