@@ -91,7 +91,6 @@ def export(
         trajectories = query_trajectories(view.conn, ended)
     finally:
         view.conn.execute("COMMIT")
-    calls = [row for row in calls if row["position"] <= newest]
     name = f"part-{state.calls_after + 1}-{newest}"
     files = write_parts(out / "calls", call_rows(calls), name, fmt, "calls")
     files += write_parts(out / "trajectories", trajectory_rows(trajectories), name, fmt, "trajectories")
