@@ -149,9 +149,19 @@ class SyntheticLog:
             elif outcome in ("denied", "circuit_open"):
                 latency = 0.05 + rng.random() * 0.1
             yield _call(_Turn(rng, t, sid, run), upstream, tool, outcome, latency, n)
-        for owner, (sid, _left) in sessions.items():
-            t += 0.01
-            yield ev.SessionClosed(ts=t, session_id=sid, harness=owner, reason="disconnected")
+        yield from _ending(t, sessions, runs)
+
+
+def _ending(
+    t: float, sessions: Mapping[str, tuple[str, int]], runs: Mapping[str, ev.HarnessSpawned]
+) -> Iterator[ev.Event]:
+    """Every open session closes, then every run exits with status 0 (its trajectory is whole)."""
+    for owner, (sid, _left) in sessions.items():
+        t += 0.01
+        yield ev.SessionClosed(ts=t, session_id=sid, harness=owner, reason="disconnected")
+    for run in runs.values():
+        t += 0.01
+        yield ev.HarnessExited(ts=t, harness=run.harness, run_id=run.run_id, pid=run.pid, returncode=0)
 
 
 def _catalog(ts: float, upstream: str, tools: Sequence[Mapping[str, Any]]) -> ev.ToolCatalogFetched:
