@@ -379,6 +379,24 @@ class StoreView:
         """``searches(**filters)`` as a DataFrame."""
         return _pandas().DataFrame([asdict(s) for s in self.searches(**filters)])
 
+    def events_frame(self, *, name: str | None = None, since: TimeBound = None) -> Any:
+        """The event log as stored, one row per event (``position``, ``ts`` as UTC datetimes,
+        ``name``, ``version``, ``correlation``, ``data`` as JSON text): nothing is decoded, so events
+        of any version read alike (``pandas.json_normalize`` over ``data`` spreads the fields)."""
+        sql = "SELECT position, ts, name, version, correlation, data FROM events WHERE 1"
+        args: list[Any] = []
+        if name is not None:
+            sql += " AND name = ?"
+            args.append(name)
+        if (lo := _epoch(since)) is not None:
+            sql += " AND ts >= ?"
+            args.append(lo)
+        pd = _pandas()
+        columns = ["position", "ts", "name", "version", "correlation", "data"]
+        frame = pd.DataFrame(self.conn.execute(sql + " ORDER BY position", args).fetchall(), columns=columns)
+        frame["ts"] = pd.to_datetime(frame["ts"], unit="s", utc=True)
+        return frame
+
     def close(self) -> None:
         """Close the connection."""
         self.conn.close()

@@ -9,6 +9,7 @@ from tests_support import call_event
 
 import harness
 from harness.actors.log_writer import EventIntake, LogWriterActor
+from harness.events import ToolCallCompleted
 from harness.projections import CallLogProjection, all_projections, install
 from harness.reading import RawEvent
 from harness.replay import replay
@@ -120,3 +121,16 @@ def test_this_code_reads_the_calls_of_a_store_whose_call_log_is_older_than_its_o
             ("demo__tool1", None, None),
         ]
         assert store.versions().stale == ("call_log",)
+
+
+def test_the_events_frame_holds_every_stored_event_newer_ones_included(tmp_path):
+    pytest.importorskip("pandas")
+    path = _store_with_a_newer_event(tmp_path)
+    with harness.open_store(path) as store:
+        frame = store.events_frame()
+        assert list(frame.position) == [1, 2, 3, 4, 5]
+        v = ToolCallCompleted.VERSION
+        assert list(frame.version) == [v, v, v, 99, 1]
+        assert json.loads(frame.data.iloc[3]) == {"ts": 1_796_000_009.0, "new": 1}
+        assert str(frame.ts.dt.tz) == "UTC"
+        assert len(store.events_frame(name="from.the_future")) == 1
