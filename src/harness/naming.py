@@ -57,3 +57,13 @@ def exposed_name(upstream: str, tool: str) -> str:
         return plain
     digest = hashlib.sha256(f"{upstream}\0{tool}".encode()).hexdigest()[:8]
     return f"{_INVALID_CHAR.sub('_', plain)[:41]}_{digest}"
+
+
+GATEWAY_UPSTREAM = "harness"
+"""The upstream key call-log rows give the gateway's own tools (and names no upstream has)."""
+
+
+def called_name(upstream: str, tool: str) -> str:
+    """The name an agent calls for a call-log row's (upstream, tool): ``exposed_name``, or a gateway
+    tool's own name (``search_tools``), which is listed unprefixed."""
+    return tool if upstream == GATEWAY_UPSTREAM else exposed_name(upstream, tool)

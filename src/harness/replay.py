@@ -2,8 +2,9 @@
 
 The copy keeps each event's original position, so with no filter the new store's tables equal the
 live ones row for row (a property test checks it). The target is built without a journal and
-without syncs (it is a new file nobody else uses: an interrupted replay leaves a file to delete, not
-a store to trust) and switched to WAL at the end, like every store.
+without syncs (it is a new file nobody else uses) and switched to WAL at the end, like every store.
+A replay that fails (an event newer than this code) or is interrupted removes the file it began;
+only a killed one leaves a file to delete, never a store to trust.
 """
 
 from __future__ import annotations
@@ -67,8 +68,12 @@ def replay(
     if src.resolve() == dst.resolve():
         raise StoreError("--to must differ from the source store")
     source = open_read_only(src)
-    total = _count(source, since, until)
-    target = open_for_writing(dst)
+    try:
+        total = _count(source, since, until)
+        target = open_for_writing(dst)
+    except BaseException:
+        source.close()
+        raise
     projections = all_projections()
     show = sys.stderr.isatty() if progress is None else progress
     if report is None and show:
@@ -95,15 +100,26 @@ def replay(
         copied += len(rows)
         target.execute("PRAGMA journal_mode=WAL")
         target.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:  # refused (an event newer than this code) or interrupted: no file remains
+        _discard(target, dst)
+        raise
+    else:
+        target.close()
     finally:
         source.close()
-        target.close()
     seconds = time.perf_counter() - started
     if report is not None:
         report(copied, copied, seconds)
     if show:
         print(file=sys.stderr)
     return ReplayResult(copied, seconds)
+
+
+def _discard(target: apsw.Connection, dst: Path) -> None:
+    """Close and remove a store a replay began (with its WAL and shared-memory files)."""
+    target.close()
+    for leftover in (dst, dst.with_name(dst.name + "-wal"), dst.with_name(dst.name + "-shm")):
+        leftover.unlink(missing_ok=True)
 
 
 def _flush(

@@ -29,3 +29,15 @@ BreakerStatus = Literal["closed", "open", "half_open"]
 
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 TIERS: tuple[Tier, ...] = get_args(Tier)
+
+FAILED_OUTCOMES: tuple[Outcome, ...] = ("tool_error", "upstream_error", "timeout", "denied", "circuit_open")
+"""A call *failed* when it ended in one of these: every outcome but ``ok`` and ``cancelled`` (the
+caller withdrew it). The one definition every reader, the CLI and the runs projection use."""
+
+TOOL_RAN_OUTCOMES: tuple[Outcome, ...] = ("ok", "tool_error")
+"""The tool ran (a tool error is still the agent choosing that tool): what ``top_k`` counts."""
+
+
+def outcome_in(outcomes: tuple[Outcome, ...], column: str = "outcome") -> str:
+    """SQL: ``column IN ('a', 'b')`` for a set of outcomes above (constants, never input)."""
+    return f"{column} IN ({', '.join(repr(o) for o in outcomes)})"

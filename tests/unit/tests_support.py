@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from harness.events import ToolCallCompleted, ToolCatalogFetched
+from harness.events import HarnessExited, HarnessSpawned, ToolCallCompleted, ToolCatalogFetched
 
 
 def call_event(
@@ -33,6 +33,9 @@ def call_event(
         response_tokens_est=(103 + i) // 4,
         trace_id="t" * 32,
         span_id=f"{i:016x}",
+        exposed_name=f"demo__tool{i % 4}",
+        via_call_tool=False,
+        request_id=str(i),
     )
 
 
@@ -50,3 +53,32 @@ def catalog(
         tools_json=text,
         tool_count=0 if isinstance(tools, str) else len(tools),
     )
+
+
+T0 = 1_796_000_000.0
+
+
+def spawn_event(run_id: str, ts: float, restarted: str | None = None) -> HarnessSpawned:
+    """Harness ``h`` spawned as run ``run_id``."""
+    return HarnessSpawned(
+        ts=ts,
+        harness="h",
+        run_id=run_id,
+        pid=10,
+        adapter="generic",
+        model="m",
+        config_hash="c",
+        trace_id="t" * 32,
+        workdir="/w",
+        restarted_run_id=restarted,
+    )
+
+
+def exit_event(run_id: str, ts: float, code: int) -> HarnessExited:
+    """Run ``run_id`` of harness ``h`` exited with ``code``."""
+    return HarnessExited(ts=ts, harness="h", run_id=run_id, pid=10, returncode=code)
+
+
+def run_call(i: int, run_id: str, outcome: str, ts: float) -> ToolCallCompleted:
+    """``call_event(i)`` made by run ``run_id``."""
+    return call_event(i, outcome=outcome, ts=ts).model_copy(update={"run_id": run_id})

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
+from harness.cli import export_command
 from harness.cli.common import CliError, Globals, UsageError, globals_from, iso_z, parse_since
 from harness.cli.formatting import call_json, format_call, harness_table
 from harness.config.approvals import unapproved_hint
@@ -41,8 +42,18 @@ def _parser() -> argparse.ArgumentParser:
     calls.add_argument("--harness", help="only this harness's calls")
     calls.add_argument("--since", help="a duration (90s, 15m, 2h, 7d) or an ISO-8601 time")
     calls.add_argument("--limit", type=int, default=None, help="the N most recent, printed oldest first")
-    calls.add_argument("--json", action="store_true", help="one JSON object per line")
+    calls.add_argument(
+        "--after", type=int, default=0, metavar="POSITION", help="only calls logged after this position"
+    )
+    calls.add_argument(
+        "--json", action="store_true", help="one JSON object per line (same keys on every line)"
+    )
     calls.add_argument("--follow", action="store_true", help="keep printing calls as they land")
+    export_command.add_parser(sub, _GLOBAL_HELP)
+    runs = sub.add_parser("runs", help="the runs (one per spawn), read from the store", epilog=_GLOBAL_HELP)
+    runs.add_argument("--harness", help="only this harness's runs")
+    runs.add_argument("--since", help="runs started since: a duration (90s, 15m, 2h, 7d) or an ISO-8601 time")
+    runs.add_argument("--json", action="store_true", help="one JSON object per line")
     replay = sub.add_parser(
         "replay", help="copy events into a new store and fold every projection there", epilog=_GLOBAL_HELP
     )
@@ -275,9 +286,11 @@ def _cmd_calls(ns: argparse.Namespace, g: Globals) -> int:
     since = iso_z(parse_since(ns.since)) if ns.since else None
     if ns.limit is not None and ns.limit < 1:
         raise UsageError("--limit must be at least 1")
+    if ns.after < 0:
+        raise UsageError("--after must be a position (0 or more)")
     view = open_store(g.paths.db)
     show: Callable[[dict[str, Any]], str] = call_json if ns.json else format_call
-    rows = view.calls(harness=ns.harness, since=since, limit=ns.limit)
+    rows = view.calls(harness=ns.harness, since=since, limit=ns.limit, after_position=ns.after)
     if not rows and ns.harness is not None and not _known_harness(g, view, ns.harness):
         raise CliError(f"no harness named {ns.harness!r} in the configuration or the log")
     for row in rows:
@@ -288,11 +301,11 @@ def _cmd_calls(ns: argparse.Namespace, g: Globals) -> int:
     # C code can be lost there, and the loop would never end (seen under load in CI).
     interrupted = threading.Event()
     signal.signal(signal.SIGINT, lambda _sig, _frame: interrupted.set())
-    last = rows[-1]["position"] if rows else 0
+    last = max((row["position"] for row in rows), default=ns.after)  # rows are shown by start time
     while not interrupted.wait(0.3):
         for row in view.calls(harness=ns.harness, since=since, after_position=last):
             print(show(row), flush=True)
-            last = row["position"]
+            last = max(last, row["position"])
     return 130
 
 
@@ -309,6 +322,16 @@ def _known_harness(g: Globals, view: StoreView, name: str) -> bool:
     return (
         view.conn.execute("SELECT 1 FROM call_log WHERE harness = ? LIMIT 1", (name,)).fetchone() is not None
     )
+
+
+def _cmd_export(ns: argparse.Namespace, g: Globals) -> int:
+    return export_command.run_export(ns, g)
+
+
+def _cmd_runs(ns: argparse.Namespace, g: Globals) -> int:
+    from harness.cli.runs import print_runs
+
+    return print_runs(g, ns.harness, ns.since, as_json=ns.json)
 
 
 def _cmd_replay(ns: argparse.Namespace, g: Globals) -> int:
@@ -515,6 +538,8 @@ _HANDLERS: dict[str, Handler] = {
     "mcp": _cmd_mcp,
     "list": _cmd_list,
     "calls": _cmd_calls,
+    "runs": _cmd_runs,
+    "export": _cmd_export,
     "replay": _cmd_replay,
     "tools": _cmd_tools,
     "reload": _cmd_reload,

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.config.durations import DurationOutOfRange, parse_duration
-from harness.gateway.state_dir import StatePaths, default_state_dir
+from harness.gateway.state_dir import StatePaths
+from harness.store.location import default_state_dir
 
 
 class CliError(Exception):

@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.naming import exposed_name
+from harness.naming import called_name
 
 
 def format_call(row: dict[str, Any]) -> str:
     """One call-log row as a line for people."""
-    who = _fit(row["harness"] or "(unattributed)", WHO_WIDTH)
+    who = fit(row["harness"] or "(unattributed)", WHO_WIDTH)
     reason = f" ({row['error_reason']})" if row.get("error_reason") and row["outcome"] != "ok" else ""
     upstream, tool = row["upstream"], row["tool"]
-    tool = _fit(tool if upstream == "harness" else exposed_name(upstream, tool), TOOL_WIDTH)
+    tool = fit(called_name(upstream, tool), TOOL_WIDTH)
     return (
-        f"{row['ts']}  {who:<{WHO_WIDTH}} {tool:<{TOOL_WIDTH}} {_fit(row['outcome'] + reason, 32):<32} "
+        f"{row['ts']}  {who:<{WHO_WIDTH}} {tool:<{TOOL_WIDTH}} {fit(row['outcome'] + reason, 32):<32} "
         f"{row['latency_ms']:>9.2f} ms  {row['response_bytes']:>8} B"
     )
 
@@ -25,15 +25,15 @@ TOOL_WIDTH = 50
 """Exposed tool names are at most 50 characters (the shortening rule), so every name fits."""
 
 
-def _fit(text: str, width: int) -> str:
+def fit(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters with an ellipsis, so the columns stay aligned."""
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def call_json(row: dict[str, Any]) -> str:
-    """One call-log row as the JSON line of ``harness calls --json``."""
-    out = {k: v for k, v in row.items() if k != "position" and not (k == "args" and v is None)}
-    return json.dumps(out, ensure_ascii=False)
+    """One call-log row as the JSON line of ``harness calls --json``: every column, ``position``
+    (the cursor for ``--after``) among them, so every line has the same keys."""
+    return json.dumps(row, ensure_ascii=False)
 
 
 def harness_table(rows: list[dict[str, Any]]) -> list[str]:

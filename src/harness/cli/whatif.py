@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from harness.cli.tools import NO_POLICY, bytes_per_mode, mode_views
 from harness.config import Config, PolicyConfig
-from harness.naming import exposed_name
+from harness.naming import GATEWAY_UPSTREAM, exposed_name
 from harness.rules.exposure import Route, ToolView, catalogue_routes
 from harness.vocabulary import Exposure, Tier
 
@@ -28,7 +28,6 @@ REASONS: Mapping[Reason, str] = {
     "write_tier": "write tool, mcp_allow lacks write",
     "unknown_tool": "not in its upstream's latest catalogue",
 }
-GATEWAY_UPSTREAM = "harness"
 """The call log's upstream for the gateway's own tools and for names no upstream has."""
 
 Catalogs = Mapping[str, Sequence[Mapping[str, Any]]]

@@ -119,6 +119,7 @@ def run_demo(calls: int = 5, state_dir: Path | None = None) -> int:
     print("Where to look next:")
     print(f"  {harness} calls --state-dir {state}            # the call log")
     print(f"  {harness} calls --state-dir {state} --json     # as JSON lines, one per call")
+    print(f"  {harness} runs --state-dir {state}             # one line per agent run")
     print(f"  sqlite3 {shlex.quote(str(paths.db))} 'select * from call_log'")
     print(f"  {harness} tools --harness bob --config {shlex.quote(str(config))} --state-dir {state}")
     print(f"  {shlex.quote(str(paths.harness_logs))}/   # what each agent printed")

@@ -96,6 +96,7 @@ class HarnessSpawned(Event):
     """The daemon started an agent harness process with a fresh token and run id."""
 
     STORED_NAME = "harness.spawned"
+    VERSION = 2
     harness: str
     """The harness name (`[harness.NAME]`)."""
 
@@ -119,6 +120,10 @@ class HarnessSpawned(Event):
 
     workdir: str
     """The agent's working directory."""
+
+    restarted_run_id: str | None
+    """The run this one restarted after it failed (the supervisor's restart); null for a start
+    (v1 rows: null)."""
 
 
 @stored
@@ -313,6 +318,18 @@ class ToolCallCompleted(Event):
 
     span_id: str
     """The call's span id."""
+
+    exposed_name: str
+    """The name the agent called, as its session exposed it (`<upstream>__<tool>` or its shortened
+    form; a gateway tool's own name, e.g. `search_tools`); through `call_tool`, the name inside it.
+    v2 rows: derived from `upstream` and `tool` by the naming rule."""
+
+    via_call_tool: bool | None
+    """Whether the agent reached the tool through the gateway's `call_tool` (null in v2 rows)."""
+
+    request_id: str | None
+    """The JSON-RPC request id as JSON text (`7`, `"abc"`); null when the request had none it could
+    use, and in v2 rows."""
 
 
 @stored

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from harness.events.base import Event, event_class
+from harness.naming import called_name
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -31,15 +32,25 @@ UPCASTERS[("tool_call.completed", 1)] = dict  # v2 lets args_hash be null; every
 UPCASTERS[("tool_search.completed", 1)] = dict
 
 
-def _with_cut_marked(fields: dict[str, Any]) -> dict[str, Any]:
-    """v3 says whether ``args`` was cut and how large the arguments were: a v2 row was cut when it
-    ends with the old marker (its size is unknown)."""
+def _with_cut_and_call_site(fields: dict[str, Any]) -> dict[str, Any]:
+    """v3 says whether ``args`` was cut and how large the arguments were (a v2 row was cut when it
+    ends with the old marker; its size is unknown), and how the agent asked: the name it called (v2:
+    the naming rule's, a gateway tool's own name), whether through ``call_tool`` and the request id
+    (v2: unknown, null)."""
     args = fields.get("args")
     cut = isinstance(args, str) and args.endswith("…[truncated]")
-    return {**fields, "args_truncated": cut, "args_bytes": None}
+    return {
+        **fields,
+        "args_truncated": cut,
+        "args_bytes": None,
+        "exposed_name": called_name(fields["upstream"], fields["tool"]),
+        "via_call_tool": None,
+        "request_id": None,
+    }
 
 
-UPCASTERS[("tool_call.completed", 2)] = _with_cut_marked  # v2 lets query be null; v1 rows hold it as sent
+UPCASTERS[("tool_call.completed", 2)] = _with_cut_and_call_site
+UPCASTERS[("harness.spawned", 1)] = lambda fields: {**fields, "restarted_run_id": None}
 
 
 def encode(event: Event) -> str:

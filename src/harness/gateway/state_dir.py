@@ -9,6 +9,8 @@ import pwd
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.store.location import STORE_FILE
+
 MAX_SOCKET_PATH = 107
 """Longest AF_UNIX path Linux accepts (sun_path is 108 bytes with the NUL)."""
 
@@ -17,16 +19,8 @@ class StateDirError(Exception):
     """The state dir cannot be used (locked by another daemon, socket path too long, …)."""
 
 
-def default_state_dir() -> Path:
-    """``$XDG_STATE_HOME/harness``, else ``~/.local/state/harness``; a relative ``XDG_STATE_HOME``
-    is ignored, as the XDG spec says."""
-    base = os.environ.get("XDG_STATE_HOME", "")
-    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "state"
-    return root / "harness"
-
-
 _FILES = {
-    "db": "harness.db",
+    "db": STORE_FILE,
     "socket": "harness.sock",
     "lock": "harness.lock",
     "upstream_logs": "upstreams",

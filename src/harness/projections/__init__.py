@@ -9,6 +9,7 @@ from harness.projections.base import (
     install,
 )
 from harness.projections.call_log import CallLogProjection, iso_ms
+from harness.projections.runs import RunsProjection
 from harness.projections.tool_index import ToolHit, ToolIndexProjection
 from harness.projections.top_k import TopKProjection
 from harness.projections.upstreams import UpstreamsProjection
@@ -19,6 +20,7 @@ def all_projections() -> tuple[Projection, ...]:
     projections: tuple[Projection, ...] = (
         CallLogProjection(),
         TopKProjection(),
+        RunsProjection(),
         ToolIndexProjection(),
         UpstreamsProjection(),
     )
@@ -29,6 +31,7 @@ __all__ = [
     "CallLogProjection",
     "Projection",
     "ProjectionVersionError",
+    "RunsProjection",
     "ToolHit",
     "ToolIndexProjection",
     "TopKProjection",

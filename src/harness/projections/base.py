@@ -12,7 +12,7 @@ from typing import Protocol, TypeVar
 import apsw
 
 from harness.events import Envelope, Event
-from harness.store import envelopes_at
+from harness.store import envelopes_at, to_envelope
 from harness.store.retention import STEP_EVENTS, CompactionResult, compact
 
 T = TypeVar("T")
@@ -86,14 +86,15 @@ class ProjectionVersionError(Exception):
 def install(conn: apsw.Connection, projections: Sequence[Projection], *, rebuild: bool = True) -> int:
     """Create missing projection tables; return the lowest checkpoint (events after it need folding).
 
-    A projection stored at another version than the code's is dropped and recreated empty at
-    checkpoint 0, so the writer's catch-up refolds it from the whole log (``rebuild``, the default):
-    projections are rebuilt by replay, never migrated. With ``rebuild=False`` that is an error
-    naming ``harness replay``.
+    A projection stored at another version than the code's (``rebuild``, the default), or missing,
+    is built from the whole log in one transaction with its old tables' removal: a reader sees the
+    old tables until the new ones are whole, never an empty or missing table (projections are
+    rebuilt by replay, never migrated). With ``rebuild=False`` another version is an error naming
+    ``harness replay``.
     """
     lowest: int | None = None
-    with conn:
-        for proj in projections:
+    for proj in projections:
+        with conn:
             row = conn.execute(
                 "SELECT version, position FROM projection_checkpoints WHERE name = ?", (proj.name,)
             ).fetchone()
@@ -113,11 +114,37 @@ def install(conn: apsw.Connection, projections: Sequence[Projection], *, rebuild
                     "INSERT INTO projection_checkpoints(name, version, position) VALUES (?, ?, 0)",
                     (proj.name, proj.version),
                 )
-                position = 0
+                position = _fold_whole_log(conn.cursor(), proj)
             else:
                 position = int(row[1])
-            lowest = position if lowest is None else min(lowest, position)
+        lowest = position if lowest is None else min(lowest, position)
     return lowest or 0
+
+
+REFOLD_BATCH = 4096
+"""Envelopes per ``fold`` call when a projection is built from the whole log."""
+
+
+def _fold_whole_log(cursor: apsw.Cursor, proj: Projection) -> int:
+    """Fold every stored event ``proj`` handles into it (inside the caller's transaction); its
+    checkpoint ends at the newest position. Returns that position."""
+    names = sorted(proj.handles)
+    marks = ",".join("?" * len(names))
+    rows = cursor.connection.execute(
+        f"SELECT position, ts, name, version, correlation, data FROM events WHERE name IN ({marks})"
+        " ORDER BY position",
+        names,
+    )
+    batch: list[Envelope] = []
+    for row in rows:
+        batch.append(to_envelope(row))
+        if len(batch) >= REFOLD_BATCH:
+            fold(cursor, [proj], batch)
+            batch = []
+    fold(cursor, [proj], batch)
+    last = int(cursor.execute("SELECT coalesce(max(position), 0) FROM events").get)
+    cursor.execute(_ADVANCE, (last, proj.name))
+    return last
 
 
 def _grouped(names: Iterable[str], items: Iterable[T]) -> dict[str, list[T]]:

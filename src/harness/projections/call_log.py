@@ -34,6 +34,9 @@ COLUMNS: tuple[str, ...] = (
     "trace_id",
     "span_id",
     "session_id",
+    "exposed_name",
+    "via_call_tool",
+    "request_id",
 )
 
 _DDL = """
@@ -59,12 +62,16 @@ CREATE TABLE call_log(
     response_tokens_est INTEGER NOT NULL,
     trace_id            TEXT    NOT NULL,
     span_id             TEXT    NOT NULL,
-    session_id          TEXT    NOT NULL
+    session_id          TEXT    NOT NULL,
+    exposed_name        TEXT    NOT NULL,     -- the name the agent called, as its session listed it
+    via_call_tool       INTEGER,              -- 1: through call_tool; NULL: not recorded (v2 events)
+    request_id          TEXT                  -- the JSON-RPC id as JSON text
 );
 CREATE INDEX call_log_ts ON call_log(ts);                        -- harness calls --since
 CREATE INDEX call_log_harness_ts ON call_log(harness, ts);        -- per harness; top_k's window edges
 CREATE INDEX call_log_upstream_tool ON call_log(upstream, tool);  -- tool usage
 CREATE INDEX call_log_session ON call_log(session_id, position);  -- sessions, search hit rate
+CREATE INDEX call_log_run ON call_log(run_id, position);          -- runs, trajectories
 """
 
 TS_SQL = "replace(datetime({}, 'unixepoch', 'subsec'), ' ', 'T') || 'Z'"
@@ -120,7 +127,8 @@ class CallLogProjection(
 
     Version 2 added the ``call_log_session`` index; version 3 lets ``args_hash`` be null
     (``call_log_args = "none"`` stores neither the arguments nor their hash); version 4 adds
-    ``args_truncated`` and ``args_bytes``.
+    ``args_truncated`` and ``args_bytes``; ``exposed_name``, ``via_call_tool``, ``request_id`` and
+    the ``call_log_run`` index.
     """
 
     def apply(self, envelopes: Sequence[Envelope], cursor: apsw.Cursor) -> None:

@@ -18,11 +18,12 @@ from collections.abc import Mapping, Sequence
 import apsw
 
 from harness.events import Envelope, ToolCallCompleted
+from harness.naming import GATEWAY_UPSTREAM
 from harness.projections.base import Folding
 from harness.projections.call_log import CallLogProjection
+from harness.vocabulary import TOOL_RAN_OUTCOMES, outcome_in
 
-COUNTED_OUTCOMES: tuple[str, ...] = ("ok", "tool_error")
-GATEWAY_UPSTREAM = "harness"
+COUNTED_OUTCOMES: tuple[str, ...] = TOOL_RAN_OUTCOMES
 HOUR = 3600.0
 
 _DDL = """
@@ -45,14 +46,17 @@ ON CONFLICT(harness, hour, upstream, tool) DO UPDATE SET
 """
 
 
-_UPSERT_FROM_LOG = """
+_RAN = outcome_in(TOOL_RAN_OUTCOMES)
+_C_RAN = outcome_in(TOOL_RAN_OUTCOMES, "c.outcome")
+
+_UPSERT_FROM_LOG = f"""
 INSERT INTO top_k_hourly(harness, hour, upstream, tool, calls, last_position)
 SELECT harness, hour, upstream, tool, count(*), max(position) FROM (
     SELECT data ->> 'harness' AS harness, CAST(floor(ts / 3600.0) AS INTEGER) AS hour,
            data ->> 'upstream' AS upstream, data ->> 'tool' AS tool,
            data ->> 'outcome' AS outcome, position
     FROM events WHERE position BETWEEN ? AND ? AND name = ? AND version = ?
-) WHERE harness IS NOT NULL AND outcome IN ('ok', 'tool_error') AND upstream != 'harness'
+) WHERE harness IS NOT NULL AND {_RAN} AND upstream != 'harness'
 GROUP BY harness, hour, upstream, tool
 ON CONFLICT(harness, hour, upstream, tool) DO UPDATE SET
     calls = calls + excluded.calls,
@@ -60,12 +64,12 @@ ON CONFLICT(harness, hour, upstream, tool) DO UPDATE SET
 """
 
 
-_UPSERT_FROM_CALL_LOG = """
+_UPSERT_FROM_CALL_LOG = f"""
 INSERT INTO top_k_hourly(harness, hour, upstream, tool, calls, last_position)
 SELECT c.harness, CAST(floor(e.ts / 3600.0) AS INTEGER) AS hour, c.upstream, c.tool, count(*), max(c.position)
 FROM call_log AS c JOIN events AS e ON e.position = c.position
 WHERE c.position BETWEEN ? AND ?
-  AND c.harness IS NOT NULL AND c.outcome IN ('ok', 'tool_error') AND c.upstream != 'harness'
+  AND c.harness IS NOT NULL AND {_C_RAN} AND c.upstream != 'harness'
 GROUP BY 1, 2, 3, 4
 ON CONFLICT(harness, hour, upstream, tool) DO UPDATE SET
     calls = calls + excluded.calls,
@@ -204,7 +208,7 @@ def _exact(conn: apsw.Connection, harness: str, start: float, end: float, closed
         " JOIN events AS e ON e.position = c.position"
         " WHERE c.harness = ? AND c.ts >= ? AND c.ts <= ?"  # the index narrows (text, 1 ms slack) ...
         f" AND e.ts >= ? AND e.ts {upper} ?"  # ... and event time decides
-        " AND c.outcome IN ('ok', 'tool_error') AND c.upstream != 'harness'"
+        f" AND {_C_RAN} AND c.upstream != 'harness'"
         " GROUP BY c.upstream, c.tool",
         (harness, iso_ms(start - 0.001), iso_ms(end + 0.001), start, end),
     )

@@ -35,4 +35,6 @@ def record_sample_call(recorder: CallRecorder) -> None:
         started=time.perf_counter(),
         response_bytes=120,
         span_id="0123456789abcdef",
+        exposed="up__echo",
+        request_id=1,
     )

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import events as ev
+from harness.naming import called_name, exposed_name
 from harness.vocabulary import Outcome
 
 DEFAULT_CATALOGS: dict[str, list[dict[str, Any]]] = {
@@ -148,9 +149,19 @@ class SyntheticLog:
             elif outcome in ("denied", "circuit_open"):
                 latency = 0.05 + rng.random() * 0.1
             yield _call(_Turn(rng, t, sid, run), upstream, tool, outcome, latency, n)
-        for owner, (sid, _left) in sessions.items():
-            t += 0.01
-            yield ev.SessionClosed(ts=t, session_id=sid, harness=owner, reason="disconnected")
+        yield from _ending(t, sessions, runs)
+
+
+def _ending(
+    t: float, sessions: Mapping[str, tuple[str, int]], runs: Mapping[str, ev.HarnessSpawned]
+) -> Iterator[ev.Event]:
+    """Every open session closes, then every run exits with status 0 (its trajectory is whole)."""
+    for owner, (sid, _left) in sessions.items():
+        t += 0.01
+        yield ev.SessionClosed(ts=t, session_id=sid, harness=owner, reason="disconnected")
+    for run in runs.values():
+        t += 0.01
+        yield ev.HarnessExited(ts=t, harness=run.harness, run_id=run.run_id, pid=run.pid, returncode=0)
 
 
 def _catalog(ts: float, upstream: str, tools: Sequence[Mapping[str, Any]]) -> ev.ToolCatalogFetched:
@@ -176,6 +187,7 @@ def _spawn(rng: random.Random, harness: str, ts: float, i: int) -> ev.HarnessSpa
         config_hash=hashlib.sha256(harness.encode()).hexdigest(),
         trace_id=f"{rng.getrandbits(128):032x}",
         workdir=f"/home/dev/{harness}",
+        restarted_run_id=None,
     )
 
 
@@ -210,7 +222,6 @@ def _search(
 ) -> Iterator[ev.Event]:
     rng, ts, sid, run = turn.rng, turn.ts, turn.sid, turn.run
     upstream, tool = wanted
-    from harness.naming import exposed_name
 
     others = [exposed_name(up, str(t["name"])) for up in catalogs for t in catalogs[up][:3]]
     results = rng.sample(others, k=min(4, len(others)))
@@ -264,6 +275,9 @@ def _call(
         response_tokens_est=(size + 3) // 4,
         trace_id=run.trace_id,
         span_id=f"{rng.getrandbits(64):016x}",
+        exposed_name=called_name(upstream, tool),
+        via_call_tool=False,
+        request_id=str(n),
     )
 
 

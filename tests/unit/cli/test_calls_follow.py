@@ -66,3 +66,43 @@ def test_calls_follow_prints_old_rows_then_new_ones_as_they_commit_and_stops_on_
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
+
+
+def test_calls_after_a_position_resumes_there_with_and_without_follow_and_every_line_has_the_same_keys(
+    tmp_path,
+):
+    intake = EventIntake()
+    writer = LogWriterActor.start(tmp_path / "harness.db", intake)
+    intake.attach(writer)
+    proc = None
+    try:
+        # call 1 starts before call 0 but is logged after it: lines come by start time
+        intake.emit(call_event(0, ts=1_796_000_010.0))
+        intake.emit(call_event(1, ts=1_796_000_005.0))
+        intake.emit(call_event(2))
+        writer.proxy().wait_flushed().get(timeout=10)
+        cmd = [sys.executable, "-m", "harness", "calls", "--json", "--state-dir", str(tmp_path)]
+        every = [
+            json.loads(line)
+            for line in subprocess.run(cmd, capture_output=True, text=True).stdout.splitlines()
+        ]
+        assert len({frozenset(row) for row in every}) == 1 and "position" in every[0]
+        after_one = subprocess.run([*cmd, "--after", "1"], capture_output=True, text=True).stdout.splitlines()
+        assert sorted(json.loads(line)["position"] for line in after_one) == [2, 3]
+        proc = subprocess.Popen([*cmd, "--follow", "--after", "2"], stdout=subprocess.PIPE, text=True)
+        lines = _lines(proc)
+        assert json.loads(lines.get(timeout=20))["position"] == 3
+        intake.emit(call_event(3))
+        writer.proxy().wait_flushed().get(timeout=10)
+        assert json.loads(lines.get(timeout=10))["position"] == 4
+        assert lines.empty()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 130
+    finally:
+        writer.stop()
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+            if proc.stdout is not None:
+                proc.stdout.close()

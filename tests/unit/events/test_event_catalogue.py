@@ -30,6 +30,9 @@ SAMPLE_CALL = ToolCallCompleted(
     response_tokens_est=25,
     trace_id="t" * 32,
     span_id="s" * 16,
+    exposed_name="demo__echo",
+    via_call_tool=False,
+    request_id="1",
 )
 
 
@@ -42,8 +45,8 @@ def test_every_event_class_has_a_stored_name_and_a_positive_version():
 
 def test_an_event_survives_encode_and_decode_unchanged():
     text = encode(SAMPLE_CALL)
-    assert decode("tool_call.completed", 1, text) == SAMPLE_CALL
-    assert encode(decode("tool_call.completed", 1, text)) == text
+    assert decode("tool_call.completed", ToolCallCompleted.VERSION, text) == SAMPLE_CALL
+    assert encode(decode("tool_call.completed", ToolCallCompleted.VERSION, text)) == text
 
 
 def test_events_are_frozen_and_refuse_unknown_fields():

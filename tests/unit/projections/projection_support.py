@@ -14,6 +14,7 @@ from harness.events import Event
 PROJECTION_TABLES = (
     "call_log",
     "top_k_hourly",
+    "runs",
     "tool_index",
     "tool_terms",
     "tool_upstreams",

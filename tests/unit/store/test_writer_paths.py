@@ -157,6 +157,9 @@ call_events = st.builds(
     response_tokens_est=st.integers(min_value=0, max_value=2**40),
     trace_id=texts,
     span_id=texts,
+    exposed_name=texts,
+    via_call_tool=st.none() | st.booleans(),
+    request_id=maybe_texts,
 )
 
 

@@ -70,6 +70,8 @@ class CallInflight:
     probe: bool = False
     """Admitted as the breaker's half-open probe."""
     done: bool = False
+    via: bool = False
+    """Asked through the gateway's ``call_tool``."""
     answerable: bool = True
     """False while the call's request was answered ``input_required`` (a 2026-07-28 client) and the
     client has not called again: an ending then is recorded but has no request to answer."""

@@ -439,6 +439,7 @@ class DownstreamSession:
         if self.modern is not None and "requestState" in params:
             self._resume(self.modern, request_id, params, started)
             return
+        via = False
         if self.view.exposure != "full" and name in (SEARCH_TOOLS, CALL_TOOL):
             if name == SEARCH_TOOLS:
                 self._search_tools(request_id, arguments, started)
@@ -456,10 +457,11 @@ class DownstreamSession:
                 **({"_meta": params["_meta"]} if "_meta" in params else {}),
             }
             message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+            via = True
         if name in GATEWAY_TOOL_TIERS:
-            self._own_call(request_id, name, arguments, started)
+            self._own_call(request_id, name, arguments, started, via)
             return
-        self._forward(request_id, message, params, name, arguments, started)
+        self._forward(request_id, message, params, name, arguments, started, via)
 
     def _forward(
         self,
@@ -469,16 +471,17 @@ class DownstreamSession:
         name: str,
         arguments: dict[str, Any],
         started: float,
+        via: bool = False,
     ) -> None:
-        """The checks every call gets, direct or through call_tool, then the upstream."""
+        """The checks every call gets, direct or through call_tool (``via``), then the upstream."""
         route = self.view.resolve(name)
         if route is None:
             excluded = self._known(name)
             reason = "not_permitted" if excluded is not None else "unknown_tool"
-            self._refuse(request_id, reason, name, None, arguments, started, excluded)
+            self._refuse(request_id, reason, name, None, arguments, started, excluded, via=via)
             return
         if route.tier == "write" and "write" not in self.identity.allow:
-            self._refuse(request_id, "not_permitted", name, route, arguments, started)
+            self._refuse(request_id, "not_permitted", name, route, arguments, started, via=via)
             return
         link = self._links(route.upstream)
         if link is None or not link.available:
@@ -487,15 +490,17 @@ class DownstreamSession:
                     link,
                     request_id,
                     started,
-                    forward=lambda: self._forward(request_id, message, params, name, arguments, started),
-                    cancelled=lambda: self._record(route, arguments, "cancelled", None, started, 0),
+                    forward=lambda: self._forward(request_id, message, params, name, arguments, started, via),
+                    cancelled=lambda: self._record(
+                        request_id, route, arguments, "cancelled", None, started, 0, via=via
+                    ),
                 )
                 return
-            self._refuse(request_id, "upstream_unavailable", name, route, arguments, started)
+            self._refuse(request_id, "upstream_unavailable", name, route, arguments, started, via=via)
             return
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
-        call = CallInflight(self, request_id, link.new_call_id(), route, arguments, token, started)
+        call = CallInflight(self, request_id, link.new_call_id(), route, arguments, token, started, via=via)
         self.calls[request_id] = (link, call)
         link.submit(call, message, params)
 
@@ -534,7 +539,17 @@ class DownstreamSession:
             del self.calls[call.downstream_id]
         elif not call.answerable and self.modern is not None:
             self.modern.forget(call)
-        self._record(call.route, call.arguments, outcome, reason, call.started, response_bytes, call.span_id)
+        self._record(
+            call.downstream_id,
+            call.route,
+            call.arguments,
+            outcome,
+            reason,
+            call.started,
+            response_bytes,
+            call.span_id,
+            via=call.via,
+        )
 
     def relay_request(
         self, call: CallInflight, message: dict[str, Any], answer: Callable[[dict[str, Any]], None]
@@ -558,34 +573,44 @@ class DownstreamSession:
         call.answerable = False
         wire.suspend(entry[0], call, message, answer)
 
-    def _own_call(self, request_id: Any, name: str, arguments: dict[str, Any], started: float) -> None:
+    def _own_call(
+        self, request_id: Any, name: str, arguments: dict[str, Any], started: float, via: bool = False
+    ) -> None:
         """A facade, trajectory or skill tool: tier-checked here, run as a task on the loop, answered
         and recorded (under ``harness``) when it ends."""
         route = _own_route(name, GATEWAY_TOOL_TIERS[name])
         if self._own is None:
-            self._refuse(request_id, "unknown_tool", name, None, arguments, started)
+            self._refuse(request_id, "unknown_tool", name, None, arguments, started, via=via)
             return
         if route.tier == "write" and "write" not in self.identity.allow:
-            self._refuse(request_id, "not_permitted", name, route, arguments, started)
+            self._refuse(request_id, "not_permitted", name, route, arguments, started, via=via)
             return
         if len(self._own_calls) >= MAX_OWN_CALLS:
             detail = f"{MAX_OWN_CALLS} gateway tool calls are already in flight; wait for their answers"
-            self._invalid(request_id, detail, name, arguments, started)
+            self._invalid(request_id, detail, name, arguments, started, via)
             return
         self._own_calls[request_id] = False
         task = asyncio.ensure_future(self._own.call(name, arguments, self.identity))
-        task.add_done_callback(lambda done: self._own_call_done(request_id, route, arguments, started, done))
+        task.add_done_callback(
+            lambda done: self._own_call_done(request_id, route, arguments, started, done, via)
+        )
 
     def _own_call_done(
-        self, request_id: Any, route: Route, arguments: Any, started: float, task: asyncio.Future[Any]
+        self,
+        request_id: Any,
+        route: Route,
+        arguments: Any,
+        started: float,
+        task: asyncio.Future[Any],
+        via: bool,
     ) -> None:
         cancelled = self._own_calls.pop(request_id, False)
         if task.cancelled():  # the daemon is stopping
-            self._record(route, arguments, "cancelled", None, started, 0)
+            self._record(request_id, route, arguments, "cancelled", None, started, 0, via=via)
             return
         error = task.exception()
         if isinstance(error, NotPermitted):
-            self._refuse(request_id, "not_permitted", route.tool, route, arguments, started)
+            self._refuse(request_id, "not_permitted", route.tool, route, arguments, started, via=via)
             return
         outcome: Outcome = "ok"
         reason = None
@@ -610,7 +635,7 @@ class DownstreamSession:
             outcome, reason = "cancelled", None
         else:
             self.send(line)
-        self._record(route, arguments, outcome, reason, started, len(line))
+        self._record(request_id, route, arguments, outcome, reason, started, len(line), via=via)
 
     def _search_tools(self, request_id: Any, arguments: dict[str, Any], started: float) -> None:
         query = arguments.get("query")
@@ -630,7 +655,9 @@ class DownstreamSession:
                 line = jsonrpc.error(request_id, jsonrpc.INTERNAL_ERROR, "tool search failed; retry")
                 self.send(line)
                 route = _own_route(SEARCH_TOOLS)
-                self._record(route, arguments, "upstream_error", "search_failed", started, len(line))
+                self._record(
+                    request_id, route, arguments, "upstream_error", "search_failed", started, len(line)
+                )
                 return
             found = [self._describe(hit.name, view) for hit in hits if hit.name in view.tools]
             result = {
@@ -640,7 +667,7 @@ class DownstreamSession:
             }
             line = jsonrpc.result(request_id, result)
             self.send(line)
-            self._record(_own_route(SEARCH_TOOLS), arguments, "ok", None, started, len(line))
+            self._record(request_id, _own_route(SEARCH_TOOLS), arguments, "ok", None, started, len(line))
             OUTBOX.after(
                 self._emit,
                 ToolSearchCompleted(
@@ -671,6 +698,7 @@ class DownstreamSession:
 
     def _record(
         self,
+        request_id: Any,
         route: Route,
         arguments: Any,
         outcome: Outcome,
@@ -678,9 +706,12 @@ class DownstreamSession:
         started: float,
         size: int,
         span_id: str | None = None,
+        *,
+        via: bool = False,
     ) -> None:
-        """One call-log row for a call to ``route`` (a gateway tool's route names ``harness``), made
-        once the answer went out (``OUTBOX.after``): recording never delays the agent's answer."""
+        """One call-log row for request ``request_id``'s call to ``route`` (a gateway tool's route
+        names ``harness``; ``via``: asked through ``call_tool``), made once the answer went out
+        (``OUTBOX.after``): recording never delays the agent's answer."""
         OUTBOX.after(
             partial(
                 self.recorder.record,
@@ -694,11 +725,20 @@ class DownstreamSession:
                 started=started,
                 response_bytes=size,
                 span_id=span_id or new_span_id(),
+                exposed=route.exposed,
+                via_call_tool=via,
+                request_id=request_id,
             )
         )
 
     def _invalid(
-        self, request_id: Any, detail: str, name: str | None, arguments: Any, started: float
+        self,
+        request_id: Any,
+        detail: str,
+        name: str | None,
+        arguments: Any,
+        started: float,
+        via: bool = False,
     ) -> None:
         """A malformed call: a structured ``invalid_request`` error, and a denied row under ``harness``
         (the tool named, if any; the arguments per ``call_log_args``)."""
@@ -707,9 +747,8 @@ class DownstreamSession:
         )
         self.send(line)
         route = _own_route((name or "tools/call")[:200])
-        self._record(
-            route, arguments if arguments is not None else {}, "denied", "invalid_request", started, len(line)
-        )
+        args = arguments if arguments is not None else {}
+        self._record(request_id, route, args, "denied", "invalid_request", started, len(line), via=via)
 
     def _refuse(
         self,
@@ -720,6 +759,8 @@ class DownstreamSession:
         arguments: Any,
         started: float,
         excluded: Route | None = None,
+        *,
+        via: bool = False,
     ) -> None:
         """Answer with a structured refusal and record it: under the real upstream when the tool
         exists (``route``, or ``excluded`` when the policy hides it), else under ``harness``."""
@@ -752,7 +793,8 @@ class DownstreamSession:
         line = jsonrpc.gateway_error(request_id, reason, detail, step)
         self.send(line)
         real = route or excluded or _own_route(name[:200])
-        self._record(real, arguments, jsonrpc.OUTCOME_OF_REASON[reason], reason, started, len(line))
+        outcome = jsonrpc.OUTCOME_OF_REASON[reason]
+        self._record(request_id, real, arguments, outcome, reason, started, len(line), via=via)
 
     # ---------------------------------------------------------------- mailbox
 

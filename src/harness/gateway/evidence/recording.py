@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from harness.events import Event, ToolCallCompleted
 from harness.gateway.evidence.call_metrics import Count, Observations
 from harness.gateway.evidence.known_secrets import KnownSecrets
@@ -21,6 +23,16 @@ def args_hash(arguments: Any, canonical: str | None = None) -> str:
     ``canonical`` when it is already made."""
     text = canonical if canonical is not None else canonical_json(arguments)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def id_text(request_id: Any) -> str | None:
+    """A JSON-RPC request id as JSON text (``7``, ``"abc"``); None for anything that is not an id."""
+    kind = type(request_id)
+    if kind is int:
+        return str(request_id)
+    if kind is str:
+        return orjson.dumps(request_id).decode()
+    return None
 
 
 class CallRecorder:
@@ -70,8 +82,12 @@ class CallRecorder:
         started: float,
         response_bytes: int,
         span_id: str,
+        exposed: str,
+        via_call_tool: bool = False,
+        request_id: Any = None,
     ) -> None:
-        """Record one finished call. ``started`` is a ``time.perf_counter()`` reading."""
+        """Record one finished call. ``started`` is a ``time.perf_counter()`` reading; ``exposed``
+        the name the agent called (as its session lists it), ``request_id`` its JSON-RPC id."""
         now_perf = time.perf_counter()
         latency_s = now_perf - started
         ident = session.identity
@@ -111,6 +127,9 @@ class CallRecorder:
                 "response_tokens_est": (response_bytes + 3) // 4,
                 "trace_id": ident.trace_id,
                 "span_id": span_id,
+                "exposed_name": exposed,
+                "via_call_tool": via_call_tool,
+                "request_id": id_text(request_id),
             }
         )
         self._emit(event)

@@ -173,6 +173,7 @@ class HarnessSpawner:
         self._cancel_restart(cfg.name)
         if not keep_history:
             self._supervision.pop(cfg.name, None)
+        failed = self.processes.get(cfg.name) if keep_history else None
         token = secrets.token_urlsafe(32)
         run_id = uuid.uuid4().hex
         trace_id = secrets.token_hex(16)
@@ -235,6 +236,7 @@ class HarnessSpawner:
                 pid=proc.pid,
                 trace_id=trace_id,
                 workdir=str(workdir),
+                restarted_run_id=failed.run_id if failed is not None else None,
             )
         )
         self._watchers.add(task := loop.create_task(self._watch(proc, log)))

@@ -1,96 +1,61 @@
 """Read-only access to a store for the CLI, evals and notebooks: ``harness.open_store(path)``.
 
-Every query reads projections (``call_log``, ``tool_index``, ``top_k_hourly``, ``upstreams``) or
-the event log over a read-only connection; the daemon may be running (WAL lets readers run beside
-the writer). Methods ending in ``_frame`` return pandas DataFrames (pandas must be installed).
+Every query reads projections (``call_log``, ``runs``, ``tool_index``, ``top_k_hourly``,
+``upstreams``) or the event log over a read-only connection; the daemon may be running (WAL lets
+readers run beside the writer). Methods ending in ``_frame`` return pandas DataFrames (pandas must
+be installed: the ``analysis`` extra).
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Collection, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import apsw
 
 from harness.events import Envelope, ToolSearchCompleted
-from harness.naming import exposed_name
+from harness.naming import called_name, exposed_name
 from harness.projections.call_log import COLUMNS, iso_ms
 from harness.projections.tool_index import ToolHit
 from harness.projections.tool_ranking import search
 from harness.projections.top_k import tool_counts
-from harness.store import StoreError, open_read_only, to_envelope
+from harness.reading.log import RawEvent, StoreVersions, Unknown, read_events, store_versions
+from harness.reading.runs import Run, Step, Trajectory, query_runs, query_trajectories
+from harness.reading.summaries import SearchHitRate, SearchOutcome, SessionSummary, ToolUsage
+from harness.store import StoreError, open_read_only
+from harness.store.location import STORE_FILE, default_state_dir
+from harness.vocabulary import FAILED_OUTCOMES, outcome_in
 
-FAILED = ("upstream_error", "timeout", "denied", "circuit_open", "cancelled", "tool_error")
-"""Outcomes other than ``ok``."""
+FAILED = FAILED_OUTCOMES
+"""Outcomes that count as a failure (every one but ``ok`` and ``cancelled``): one definition, in
+``harness.vocabulary``, for every reader, the CLI and the ``runs`` projection."""
+_FAILED_SQL = outcome_in(FAILED_OUTCOMES)
+
+__all__ = [
+    "FAILED",
+    "RawEvent",
+    "Run",
+    "SearchHitRate",
+    "SearchOutcome",
+    "SessionSummary",
+    "Step",
+    "StoreVersions",
+    "StoreView",
+    "ToolUsage",
+    "Trajectory",
+    "open_store",
+]
 
 TimeBound = str | float | datetime | None
 """A time filter: ISO-8601 text (as in ``call_log.ts``), epoch seconds, or a datetime."""
 
 
-@dataclass(frozen=True)
-class SessionSummary:
-    """One downstream session as its calls show it."""
-
-    session_id: str
-    harness: str | None
-    run_id: str | None
-    first_ts: str
-    last_ts: str
-    calls: int
-    failures: int
-    tools: int
-    """Distinct (upstream, tool) pairs called."""
-
-
-@dataclass(frozen=True)
-class ToolUsage:
-    """Calls of one tool: counts, outcomes and latency quantiles."""
-
-    upstream: str
-    tool: str
-    calls: int
-    failures: int
-    sessions: int
-    p50_ms: float
-    p95_ms: float
-    mean_response_bytes: float
-
-
-@dataclass(frozen=True)
-class SearchOutcome:
-    """One ``search_tools`` call and the first upstream tool its session called afterwards."""
-
-    position: int
-    session_id: str
-    harness: str | None
-    query: str | None
-    results: tuple[str, ...]
-    next_tool: str | None
-    """Exposed name of the next upstream tool call in the session (None: no call followed)."""
-    hit: bool | None
-    """Whether ``next_tool`` was among ``results`` (None when no call followed)."""
-
-
-@dataclass(frozen=True)
-class SearchHitRate:
-    """How often the tool a session called after ``search_tools`` was among that search's results."""
-
-    searches: int
-    followed: int
-    """Searches after which the session called an upstream tool."""
-    hits: int
-
-    @property
-    def rate(self) -> float | None:
-        """hits / followed (None when no search was followed by a call)."""
-        return self.hits / self.followed if self.followed else None
-
-
-def _bound(value: TimeBound) -> str | None:
+def iso_bound(value: TimeBound) -> str | None:
+    """A time bound as the ISO text ``call_log.ts`` and ``runs.started`` compare with."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, datetime):
@@ -142,7 +107,7 @@ class StoreView:
         (and after ``after_position``), ordered by start time (``ts``, then position).
 
         ``since`` ≤ ts < ``until``; text bounds compare with ``call_log.ts`` as text. ``failed``: only
-        calls that did not succeed (every outcome but ``ok`` and ``cancelled``).
+        failed calls (``FAILED``).
         """
         where = ["position > ?"]
         args: list[Any] = [after_position]
@@ -158,36 +123,51 @@ class StoreView:
                 where.append(f"{column} = ?")
                 args.append(value)
         if failed:
-            where.append("outcome NOT IN ('ok', 'cancelled')")
-        if (lo := _bound(since)) is not None:
+            where.append(_FAILED_SQL)
+        if (lo := iso_bound(since)) is not None:
             where.append("ts >= ?")
             args.append(lo)
-        if (hi := _bound(until)) is not None:
+        if (hi := iso_bound(until)) is not None:
             where.append("ts < ?")
             args.append(hi)
-        sql = f"SELECT {', '.join(COLUMNS)} FROM call_log WHERE {' AND '.join(where)} ORDER BY position DESC"
+        sql = (
+            f"SELECT {self._call_columns()} FROM call_log WHERE {' AND '.join(where)} ORDER BY position DESC"
+        )
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
         rows = [dict(zip(COLUMNS, row, strict=True)) for row in self.conn.execute(sql, args)]
+        for row in rows:
+            for flag in ("via_call_tool", "args_truncated"):
+                if (value := row[flag]) is not None:
+                    row[flag] = bool(value)
+            if row["exposed_name"] is None:  # a call_log older than v4: the naming rule's name
+                upstream, tool = row["upstream"], row["tool"]
+                row["exposed_name"] = called_name(upstream, tool)
         rows.sort(key=_start_order)  # chosen by log position (completion), shown by start time
         return rows
+
+    def _call_columns(self) -> str:
+        """``COLUMNS`` as a select list; a column the store's ``call_log`` lacks (an older version,
+        until the daemon of this version rebuilds it) reads as NULL."""
+        present = {row[1] for row in self.conn.execute("PRAGMA table_info(call_log)")}
+        return ", ".join(c if c in present else f"NULL AS {c}" for c in COLUMNS)
 
     def sessions(self, *, harness: str | None = None, since: TimeBound = None) -> list[SessionSummary]:
         """Sessions that made calls, by first call."""
         where, args = self._filters(harness, since)
         sql = (
             "SELECT session_id, harness, run_id, min(ts), max(ts), count(*),"
-            f" sum(outcome != 'ok'), count(DISTINCT upstream || char(0) || tool) FROM call_log {where}"
+            f" sum({_FAILED_SQL}), count(DISTINCT upstream || char(0) || tool) FROM call_log {where}"
             " GROUP BY session_id ORDER BY min(position)"
         )
         return [SessionSummary(*row) for row in self.conn.execute(sql, args)]
 
     def tool_usage(self, *, harness: str | None = None, since: TimeBound = None) -> list[ToolUsage]:
-        """Per tool: calls, failures (outcome not ok), sessions, latency p50/p95; most called first."""
+        """Per tool: calls, failures (``FAILED``), sessions, latency p50/p95; most called first."""
         where, args = self._filters(harness, since)
         sql = (
-            "SELECT upstream, tool, latency_ms, outcome != 'ok', session_id, response_bytes"
+            f"SELECT upstream, tool, latency_ms, {_FAILED_SQL}, session_id, response_bytes"
             f" FROM call_log {where} ORDER BY upstream, tool"
         )
         groups: dict[tuple[str, str], list[tuple[float, int, str, int]]] = {}
@@ -217,7 +197,7 @@ class StoreView:
         if harness is not None:
             where.append("harness = ?")
             args.append(harness)
-        if (lo := _bound(since)) is not None:
+        if (lo := iso_bound(since)) is not None:
             where.append("ts >= ?")
             args.append(lo)
         return ("WHERE " + " AND ".join(where)) if where else "", args
@@ -226,14 +206,8 @@ class StoreView:
 
     def searches(self, *, harness: str | None = None, since: TimeBound = None) -> list[SearchOutcome]:
         """Every ``tool_search.completed`` with the next upstream tool its session called."""
-        sql = "SELECT position, ts, name, version, correlation, data FROM events WHERE name = ?"
-        args: list[Any] = [ToolSearchCompleted.STORED_NAME]
-        if (lo := _epoch(since)) is not None:
-            sql += " AND ts >= ?"
-            args.append(lo)
         out: list[SearchOutcome] = []
-        for row in self.conn.execute(sql + " ORDER BY position", args).fetchall():
-            env = to_envelope(row)
+        for env in list(self.events(name=ToolSearchCompleted.STORED_NAME, since=since)):
             ev = env.event
             assert isinstance(ev, ToolSearchCompleted)
             if harness is not None and ev.harness != harness:
@@ -302,18 +276,62 @@ class StoreView:
         names = [d[0] for d in cursor.getdescription()]
         return [dict(zip(names, row, strict=True)) for row in cursor]
 
-    def events(self, *, name: str | None = None, since: TimeBound = None) -> Iterator[Envelope]:
-        """Stored events in position order (decoded, upcast), optionally one stored name only."""
-        sql = "SELECT position, ts, name, version, correlation, data FROM events WHERE 1"
-        args: list[Any] = []
-        if name is not None:
-            sql += " AND name = ?"
-            args.append(name)
-        if (lo := _epoch(since)) is not None:
-            sql += " AND ts >= ?"
-            args.append(lo)
-        for row in self.conn.execute(sql + " ORDER BY position", args):
-            yield to_envelope(row)
+    @overload
+    def events(
+        self, *, name: str | None = None, since: TimeBound = None, unknown: Literal["raise", "skip"] = "raise"
+    ) -> Iterator[Envelope]: ...
+
+    @overload
+    def events(
+        self, *, name: str | None = None, since: TimeBound = None, unknown: Literal["raw"]
+    ) -> Iterator[Envelope | RawEvent]: ...
+
+    def events(
+        self, *, name: str | None = None, since: TimeBound = None, unknown: Unknown = "raise"
+    ) -> Iterator[Envelope | RawEvent]:
+        """Stored events in position order (decoded, upcast), optionally one stored name only.
+
+        An event this code cannot decode (a newer version, a name it does not know: a store written
+        by a newer daemon) raises ``StoreError`` (``unknown="raise"``), is left out (``"skip"``) or
+        comes as a :class:`RawEvent` with its stored fields (``"raw"``). Only ``"raw"`` yields
+        anything but envelopes.
+        """
+        yield from read_events(self.conn, name=name, since=_epoch(since), unknown=unknown)
+
+    def versions(self) -> StoreVersions:
+        """The store's schema version and projection versions, beside this code's."""
+        return store_versions(self.conn)
+
+    # ------------------------------------------------------------------ runs
+
+    def runs(
+        self,
+        *,
+        harness: str | None = None,
+        since: TimeBound = None,
+        run_ids: Collection[str] | None = None,
+    ) -> list[Run]:
+        """Runs (one per spawn), oldest first: metadata, start, end, exit code, the run restarted,
+        calls, failures (``FAILED``) and denials. ``since`` bounds the start."""
+        self._require("runs")
+        return query_runs(self.conn, harness=harness, since=iso_bound(since), run_ids=run_ids)
+
+    def trajectory(self, run_id: str) -> Trajectory:
+        """One run's steps in the order the agent made them (start time, then log position)."""
+        found = self.trajectories(run_ids=[run_id])
+        if not found:
+            raise StoreError(f"{self.path}: no run {run_id!r}")
+        return found[0]
+
+    def trajectories(
+        self,
+        *,
+        harness: str | None = None,
+        since: TimeBound = None,
+        run_ids: Collection[str] | None = None,
+    ) -> list[Trajectory]:
+        """``trajectory`` of every run ``runs(...)`` selects, in its order."""
+        return query_trajectories(self.conn, self.runs(harness=harness, since=since, run_ids=run_ids))
 
     # ------------------------------------------------------------------ DataFrames
 
@@ -321,6 +339,27 @@ class StoreView:
         """``calls(**filters)`` as a pandas DataFrame, ``ts`` parsed to UTC datetimes."""
         pd = _pandas()
         frame = pd.DataFrame(self.calls(**filters), columns=list(COLUMNS))
+        frame["ts"] = pd.to_datetime(frame["ts"], utc=True, format="ISO8601")
+        return frame
+
+    def runs_frame(self, **filters: Any) -> Any:
+        """``runs(**filters)`` as a DataFrame, ``started`` and ``ended`` as UTC datetimes."""
+        pd = _pandas()
+        frame = pd.DataFrame([asdict(r) for r in self.runs(**filters)], columns=list(Run.__annotations__))
+        for column in ("started", "ended"):
+            frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
+        return frame
+
+    def steps_frame(self, **filters: Any) -> Any:
+        """The steps of ``trajectories(**filters)``, one row each, with the run's id and harness."""
+        rows = [
+            {"run_id": t.run.run_id, "harness": t.run.harness, **asdict(step)}
+            for t in self.trajectories(**filters)
+            for step in t.steps
+        ]
+        pd = _pandas()
+        columns = ["run_id", "harness", *Step.__annotations__]
+        frame = pd.DataFrame(rows, columns=columns)
         frame["ts"] = pd.to_datetime(frame["ts"], utc=True, format="ISO8601")
         return frame
 
@@ -340,6 +379,24 @@ class StoreView:
     def searches_frame(self, **filters: Any) -> Any:
         """``searches(**filters)`` as a DataFrame."""
         return _pandas().DataFrame([asdict(s) for s in self.searches(**filters)])
+
+    def events_frame(self, *, name: str | None = None, since: TimeBound = None) -> Any:
+        """The event log as stored, one row per event (``position``, ``ts`` as UTC datetimes,
+        ``name``, ``version``, ``correlation``, ``data`` as JSON text): nothing is decoded, so events
+        of any version read alike (``pandas.json_normalize`` over ``data`` spreads the fields)."""
+        sql = "SELECT position, ts, name, version, correlation, data FROM events WHERE 1"
+        args: list[Any] = []
+        if name is not None:
+            sql += " AND name = ?"
+            args.append(name)
+        if (lo := _epoch(since)) is not None:
+            sql += " AND ts >= ?"
+            args.append(lo)
+        pd = _pandas()
+        columns = ["position", "ts", "name", "version", "correlation", "data"]
+        frame = pd.DataFrame(self.conn.execute(sql + " ORDER BY position", args).fetchall(), columns=columns)
+        frame["ts"] = pd.to_datetime(frame["ts"], unit="s", utc=True)
+        return frame
 
     def close(self) -> None:
         """Close the connection."""
@@ -365,15 +422,15 @@ def _pandas() -> Any:
         raise ImportError("DataFrames need pandas: pip install pandas") from exc
 
 
-def open_store(path: str | Path) -> StoreView:
+def open_store(path: str | Path | None = None) -> StoreView:
     """Open a store read-only (it may be live: WAL lets readers run beside the daemon).
 
-    ``path`` is the store file (``harness.db``); given a state dir, it says so.
+    ``path`` is the store file, or a state dir holding it (``harness.db``); by default the daemon's
+    default state dir's (``$XDG_STATE_HOME/harness``, else ``~/.local/state/harness``).
     """
-    store = Path(path).expanduser()
+    store = default_state_dir() if path is None else Path(path).expanduser()
     if store.is_dir():
-        hint = store / "harness.db"
-        raise StoreError(f"{store} is a folder, not a store: open the store file in it ({hint})")
+        store = store / STORE_FILE
     return StoreView(store)
 
 
