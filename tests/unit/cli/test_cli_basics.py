@@ -122,7 +122,7 @@ def test_the_top_level_help_lists_the_global_options_and_replay_help_has_the_epi
 
 def test_a_relative_xdg_state_home_is_ignored_by_the_cli_and_the_bridge(monkeypatch, tmp_path):
     from harness.cli import bridge
-    from harness.gateway.state_dir import default_state_dir
+    from harness.store.location import default_state_dir
 
     monkeypatch.delenv("HARNESS_SOCKET", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))

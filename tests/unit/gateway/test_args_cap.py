@@ -95,6 +95,7 @@ def test_a_recorded_call_says_its_arguments_were_cut_and_their_size():
             started=time.perf_counter(),
             response_bytes=10,
             span_id="0123456789abcdef",
+            exposed="up__write",
         )
     short, long = events
     assert (short.args_truncated, short.args_bytes) == (False, len(b'{"text":"short"}'))
