@@ -3,8 +3,7 @@ initializes a session with a token and calls ``demo__echo``; statuses and bodies
 then it sleeps (its harness keeps running).
 
 Steps (``--steps``, a JSON list of [name, source]): source ``own`` is this harness's
-HARNESS_MCP_TOKEN; ``stolen:NAME`` is harness NAME's, read from its /proc environ (its pid from
-``harness list --json``, waited for).
+HARNESS_MCP_TOKEN; ``stolen:NAME`` is harness NAME's, read from a /proc environ (waited for).
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -20,19 +18,22 @@ from typing import Any
 from harness.testing.http_fuzz import post
 
 
-def _token_of(name: str, state: str) -> str:
+def _token_of(name: str) -> str:
+    """Harness NAME's token, from the environment of a process of this uid that holds it under this
+    daemon's socket (the attacker's way: ``harness list`` shows a read-only harness no sibling),
+    waited for."""
     deadline = time.monotonic() + 60
-    while True:
-        done = subprocess.run(
-            ["harness", "list", "--json", "--state-dir", state], capture_output=True, text=True, timeout=60
-        )
-        rows = json.loads(done.stdout) if done.returncode == 0 else []
-        pid = next((r["pid"] for r in rows if r["name"] == name and r["pid"]), None)
-        if pid or time.monotonic() > deadline:
-            break
+    socket = os.environ["HARNESS_SOCKET"].encode()
+    while time.monotonic() < deadline:
+        for environ in Path("/proc").glob("[0-9]*/environ"):
+            try:
+                env = dict(e.split(b"=", 1) for e in environ.read_bytes().split(b"\0") if b"=" in e)
+            except OSError:
+                continue
+            if env.get(b"HARNESS_NAME") == name.encode() and env.get(b"HARNESS_SOCKET") == socket:
+                return env[b"HARNESS_MCP_TOKEN"].decode()
         time.sleep(0.1)
-    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    return next(e.split(b"=", 1)[1].decode() for e in environ if e.startswith(b"HARNESS_MCP_TOKEN="))
+    raise SystemExit(f"no process holds harness {name}'s token")
 
 
 def _step(port: int, token: str, text: str) -> dict[str, Any]:
@@ -69,7 +70,7 @@ def main() -> None:
         if source == "own":
             token = os.environ["HARNESS_MCP_TOKEN"]
         else:
-            token = _token_of(source.split(":", 1)[1], ns.state)
+            token = _token_of(source.split(":", 1)[1])
         results[name] = _step(ns.port, token, name)
     tmp = Path(ns.out + ".tmp")
     tmp.write_text(json.dumps(results))
