@@ -201,6 +201,8 @@ def test_no_facade_tool_answers_outside_the_callers_scope_or_with_a_held_secret(
             try:
                 assert "result" in agent.call("visible__echo", {"text": f"hello from {name}"})
                 agent.call("hidden__nosuch", {})
+                for form in secret_forms():  # a held secret as a tool name: refused, and not kept
+                    agent.call(f"hidden__{form}", {"x": 1})
             finally:
                 agent.session.close()
         run_ids = {name: env["HARNESS_RUN_ID"] for name, env in envs.items()}

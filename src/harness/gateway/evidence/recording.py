@@ -15,6 +15,7 @@ from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.evidence.metrics import CALL_SERIES, tool_label
 from harness.gateway.evidence.redaction import args_as_stored, canonical_json, may_hold_secret, redact_text
 from harness.gateway.evidence.secret_patterns import REDACTED
+from harness.printable import printable
 from harness.vocabulary import ArgsMode, Outcome, Tier
 
 
@@ -69,6 +70,16 @@ class CallRecorder:
             text = self.known.redact(text, REDACTED)
         return redact_text(text)[:limit] if may_hold_secret(text) else text[:limit]
 
+    def stored_name(self, name: str, limit: int = 200) -> str:
+        """A tool name an agent sent that no catalogue vouches for (a denied call's), as stored in
+        every ``call_log_args`` mode: held secrets and secret-looking text redacted, control and
+        bidi characters dropped, at most ``limit`` characters."""
+        if self.known.found_in(name):
+            name = self.known.redact(name, REDACTED)
+        if may_hold_secret(name):  # each part on its own: `up__ghp_…` has no word boundary at `ghp_`
+            name = "__".join(redact_text(part) for part in name.split("__"))
+        return printable(name)[:limit]
+
     def record(
         self,
         *,
@@ -90,6 +101,8 @@ class CallRecorder:
         the name the agent called (as its session lists it), ``request_id`` its JSON-RPC id."""
         now_perf = time.perf_counter()
         latency_s = now_perf - started
+        if outcome == "denied":
+            tool, exposed = self.stored_name(tool), self.stored_name(exposed)
         ident = session.identity
         who = ident.attribution
         mode = self.args_mode
