@@ -209,5 +209,5 @@ def check_usable(path: Path) -> None:
     damaged, not a Harness store, or of another schema. Read-only: the file is left as it is (SQLite
     may add its empty ``-wal`` and ``-shm`` beside it). A missing or empty file passes (the writer
     initialises it)."""
-    if path.exists() and path.stat().st_size:
+    if path.is_file() and path.stat().st_size:  # a folder in its place: the writer says so
         open_read_only(path).close()

@@ -144,6 +144,8 @@ class HttpEndpoint:
             await self._converse(origin, reader, writer)
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
             return
+        except asyncio.CancelledError:  # the endpoint stopped: the connection's end, not an error (3.11's
+            return  # asyncio would print a traceback for a handler task that ends cancelled)
         except Exception as exc:  # whatever the network sends: one line, never a traceback
             self.door.refused(
                 "internal", f"HTTP endpoint: a connection ended on an error: {type(exc).__name__}: {exc}"
