@@ -1,16 +1,19 @@
 """``harness export``: calls and per-run trajectories as Hive-style partitions, incrementally.
 
-Layout under the output folder (``FMT`` is ``parquet`` or ``jsonl``)::
+Layout under the output folder (``FMT`` is ``parquet`` or ``jsonl``; ``ID`` the store's id)::
 
-    calls/harness=NAME/date=YYYY-MM-DD/part-FIRST-LAST.FMT         one row per call (call_log)
-    trajectories/harness=NAME/date=YYYY-MM-DD/part-FIRST-LAST.FMT  one row per ended run, its steps
-    _harness_export.json                                           what was exported (the cursor)
+    calls/harness=NAME/date=YYYY-MM-DD/part-ID-FIRST-LAST.FMT         one row per call (call_log)
+    trajectories/harness=NAME/date=YYYY-MM-DD/part-ID-FIRST-LAST.FMT  one row per ended run, its steps
+    _harness_export.json                                              what was exported (the cursors)
 
 ``harness`` and ``date`` (of a call's start, of a run's start) are the partition keys, so they are
 not repeated inside the files; an unattributed call's harness is ``__HIVE_DEFAULT_PARTITION__`` (null
-to Hive readers: pyarrow, DuckDB, Spark). ``FIRST-LAST`` are the log positions the export covered,
-so a later export never writes over an earlier part. A second export writes only the calls logged
-since and the runs that ended since; a run still running is exported once it has ended.
+to Hive readers: pyarrow, DuckDB, Spark). Every row has ``store_id``; ``ID-FIRST-LAST`` name the
+store and the log positions the export covered, so neither a later export nor another daemon's
+export into the same folder writes over a part. A second export of a store writes only the calls
+logged since and the runs that ended since; a run still running is exported once it has ended.
+The files' schema is versioned (``EXPORT_SCHEMA``, in the state file and in each Parquet file's
+metadata); docs/dataset.md documents it.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -28,10 +32,17 @@ from urllib.parse import quote
 from harness.projections.call_log import COLUMNS
 from harness.reading import StoreView, TimeBound, iso_bound
 from harness.reading.runs import Run, Step, Trajectory, query_trajectories
+from harness.store.schema import store_id
 
 Format = Literal["parquet", "jsonl"]
 STATE_FILE = "_harness_export.json"
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+EXPORT_SCHEMA = 1
+"""The version of the exported files' schema (and of the state file): docs/dataset.md's change log."""
+SCHEMA_METADATA_KEY = b"harness.export_schema"
+
+Progress = Callable[[int, int, float], None]
+"""``report(rows_written, rows_to_write, seconds)``, called after each part."""
 
 
 class ExportError(Exception):
@@ -39,14 +50,22 @@ class ExportError(Exception):
 
 
 @dataclass
-class ExportState:
-    """What earlier exports to one folder wrote: the cursor of the next."""
+class StoreCursor:
+    """What earlier exports of one store into a folder wrote: where the next begins."""
 
-    format: Format
     calls_after: int = 0
     """Calls logged up to this position are exported."""
     runs: list[str] = field(default_factory=list)
     """Runs whose trajectory is exported."""
+
+
+@dataclass
+class ExportState:
+    """What earlier exports to one folder wrote: a cursor per store (per daemon)."""
+
+    format: Format
+    stores: dict[str, StoreCursor] = field(default_factory=dict)
+    schema: int = EXPORT_SCHEMA
 
 
 @dataclass(frozen=True)
@@ -69,33 +88,38 @@ def export(
     until: TimeBound = None,
     harness: str | None = None,
     run_id: str | None = None,
+    report: Progress | None = None,
 ) -> ExportResult:
-    """Export what is new since the folder's last export: calls (``since`` ≤ start < ``until``) and
-    the trajectories of the runs that ended (started in that window). Use the same filters for one
-    folder: what they leave out of an export is not exported later."""
+    """Export what is new since the folder's last export of this store: calls (``since`` ≤ start <
+    ``until``) and the trajectories of the runs that ended (started in that window). Use the same
+    filters for one folder: what they leave out of an export is not exported later. Other stores'
+    exports may share the folder."""
     if fmt == "parquet":
         _pyarrow()
     out.mkdir(parents=True, exist_ok=True)
     state = load_state(out, fmt)
     view.conn.execute("BEGIN")  # one snapshot: what is counted is what is written
     try:
+        store = store_id(view.conn)
+        cursor = state.stores.setdefault(store, StoreCursor())
         newest = int(view.conn.execute("SELECT coalesce(max(position), 0) FROM events").get)
         calls = view.calls(
-            harness=harness, since=since, until=until, run_id=run_id, after_position=state.calls_after
+            harness=harness, since=since, until=until, run_id=run_id, after_position=cursor.calls_after
         )
         selected = view.runs(harness=harness, since=since, run_ids=None if run_id is None else [run_id])
         hi = iso_bound(until)
         selected = [r for r in selected if hi is None or (r.started is not None and r.started < hi)]
-        done = set(state.runs)
+        done = set(cursor.runs)
         ended = [r for r in selected if r.ended is not None and r.run_id not in done]
         trajectories = query_trajectories(view.conn, ended)
     finally:
         view.conn.execute("COMMIT")
-    name = f"part-{state.calls_after + 1}-{newest}"
-    files = write_parts(out / "calls", call_rows(calls), name, fmt, "calls")
-    files += write_parts(out / "trajectories", trajectory_rows(trajectories), name, fmt, "trajectories")
-    state.calls_after = max(state.calls_after, newest)
-    state.runs.extend(r.run_id for r in ended)
+    name = f"part-{store}-{cursor.calls_after + 1}-{newest}"
+    writing = _Writing(fmt, name, len(calls) + len(trajectories), report)
+    files = writing.parts(out / "calls", call_rows(calls, store), "calls")
+    files += writing.parts(out / "trajectories", trajectory_rows(trajectories, store), "trajectories")
+    cursor.calls_after = max(cursor.calls_after, newest)
+    cursor.runs.extend(r.run_id for r in ended)
     save_state(out, state)
     running = sum(1 for r in selected if r.ended is None)
     return ExportResult(len(calls), len(ended), running, tuple(files))
@@ -108,9 +132,19 @@ def load_state(out: Path, fmt: Format) -> ExportState:
         return ExportState(fmt)
     try:
         raw = json.loads(path.read_text())
-        state = ExportState(raw["format"], int(raw["calls_after"]), [str(r) for r in raw["runs"]])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ExportError(f"{path}: not an export state ({exc}); export into a new folder") from None
+        schema = int(raw.get("schema", 0))
+        if schema != EXPORT_SCHEMA:
+            raise ExportError(
+                f"{out} holds an export of schema version {schema}, this harness writes version "
+                f"{EXPORT_SCHEMA}; export into a new folder"
+            )
+        stores = {
+            str(k): StoreCursor(int(v["calls_after"]), [str(r) for r in v["runs"]])
+            for k, v in raw["stores"].items()
+        }
+        state = ExportState(raw["format"], stores)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ExportError(f"{path}: not an export state ({exc!r}); export into a new folder") from None
     if state.format != fmt:
         raise ExportError(f"{out} holds a {state.format} export; export {fmt} into another folder")
     return state
@@ -128,39 +162,52 @@ def partition(harness: str | None, ts: str | None) -> str:
     return f"harness={who}/date={day}"
 
 
-def call_rows(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Call-log rows grouped by partition, without the partition key ``harness``."""
+def call_rows(rows: Iterable[dict[str, Any]], store: str) -> dict[str, list[dict[str, Any]]]:
+    """Call-log rows (``store_id`` first) grouped by partition, without the partition key ``harness``."""
     parts: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
-        parts[partition(row["harness"], row["ts"])].append({k: v for k, v in row.items() if k != "harness"})
+        fields = {"store_id": store} | {k: v for k, v in row.items() if k != "harness"}
+        parts[partition(row["harness"], row["ts"])].append(fields)
     return parts
 
 
-def trajectory_rows(trajectories: Iterable[Trajectory]) -> dict[str, list[dict[str, Any]]]:
-    """One row per run (its fields, ``steps`` a list of step dicts) grouped by partition."""
+def trajectory_rows(trajectories: Iterable[Trajectory], store: str) -> dict[str, list[dict[str, Any]]]:
+    """One row per run (``store_id``, its fields, ``steps`` a list of step dicts) grouped by partition."""
     parts: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for t in trajectories:
-        run = {k: v for k, v in asdict(t.run).items() if k != "harness"}
+        run = {"store_id": store} | {k: v for k, v in asdict(t.run).items() if k != "harness"}
         first = t.run.started or (t.steps[0].ts if t.steps else None)
         parts[partition(t.run.harness, first)].append({**run, "steps": [asdict(s) for s in t.steps]})
     return parts
 
 
-def write_parts(
-    root: Path, parts: dict[str, list[dict[str, Any]]], name: str, fmt: Format, kind: str
-) -> list[Path]:
-    """Write each partition's rows to ``root/PARTITION/name.fmt`` (atomically); the paths."""
-    written = []
-    for where, rows in sorted(parts.items()):
-        path = root / where / f"{name}.{fmt}"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if fmt == "jsonl":
-            text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-            _atomic_write(path, text.encode())
-        else:
-            _write_parquet(path, rows, kind)
-        written.append(path)
-    return written
+@dataclass
+class _Writing:
+    """One export's parts being written: their name and format, and the progress reported."""
+
+    fmt: Format
+    name: str
+    total: int
+    report: Progress | None
+    done: int = 0
+    started: float = field(default_factory=time.perf_counter)
+
+    def parts(self, root: Path, parts: dict[str, list[dict[str, Any]]], kind: str) -> list[Path]:
+        """Write each partition's rows to ``root/PARTITION/NAME.FMT`` (atomically); the paths."""
+        written = []
+        for where, rows in sorted(parts.items()):
+            path = root / where / f"{self.name}.{self.fmt}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if self.fmt == "jsonl":
+                text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+                _atomic_write(path, text.encode())
+            else:
+                _write_parquet(path, rows, kind)
+            written.append(path)
+            self.done += len(rows)
+            if self.report is not None:
+                self.report(self.done, self.total, time.perf_counter() - self.started)
+        return written
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -180,7 +227,8 @@ def _pyarrow() -> Any:
 
 
 _STRING_COLUMNS = frozenset(
-    {"adapter", "model", "config_hash", "upstream", "tool", "tier", "args_hash", "args", "outcome"}
+    {"store_id", "adapter", "model", "config_hash", "upstream", "tool", "tier", "args_hash", "args"}
+    | {"outcome"}
     | {"error_reason", "trace_id", "span_id", "session_id", "exposed_name", "request_id", "run_id"}
     | {"name", "arguments", "harness", "restarted_run_id"}
 )
@@ -207,11 +255,13 @@ def _arrow_type(pa: Any, column: str, time: Any) -> Any:
 def _schema(pa: Any, kind: str, time: Any) -> Any:
     """The Arrow schema of a part, times as ``time``: explicit, so every part has the same one
     (``args`` stays JSON text: each tool's arguments differ)."""
+    metadata = {SCHEMA_METADATA_KEY: str(EXPORT_SCHEMA).encode()}
     if kind == "calls":
-        return pa.schema([(c, _arrow_type(pa, c, time)) for c in COLUMNS if c != "harness"])
+        calls = [c for c in ("store_id", *COLUMNS) if c != "harness"]
+        return pa.schema([(c, _arrow_type(pa, c, time)) for c in calls], metadata=metadata)
     step = pa.struct([(c, _arrow_type(pa, c, time)) for c in Step.__dataclass_fields__])
-    run = [(c, _arrow_type(pa, c, time)) for c in Run.__dataclass_fields__ if c != "harness"]
-    return pa.schema([*run, ("steps", pa.list_(step))])
+    run = [(c, _arrow_type(pa, c, time)) for c in ("store_id", *Run.__dataclass_fields__) if c != "harness"]
+    return pa.schema([*run, ("steps", pa.list_(step))], metadata=metadata)
 
 
 def _write_parquet(path: Path, rows: list[dict[str, Any]], kind: str) -> None:
