@@ -23,12 +23,15 @@ import json
 import os
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
+import orjson
+
+from harness.naming import called_name
 from harness.projections.call_log import COLUMNS
 from harness.reading import StoreView, TimeBound, iso_bound
 from harness.reading.runs import Run, Step, Trajectory, query_trajectories
@@ -103,9 +106,7 @@ def export(
         store = store_id(view.conn)
         cursor = state.stores.setdefault(store, StoreCursor())
         newest = int(view.conn.execute("SELECT coalesce(max(position), 0) FROM events").get)
-        calls = view.calls(
-            harness=harness, since=since, until=until, run_id=run_id, after_position=cursor.calls_after
-        )
+        calls = _call_rows(view, store, (since, until, harness, run_id), cursor.calls_after)
         selected = view.runs(harness=harness, since=since, run_ids=None if run_id is None else [run_id])
         hi = iso_bound(until)
         selected = [r for r in selected if hi is None or (r.started is not None and r.started < hi)]
@@ -116,7 +117,7 @@ def export(
         view.conn.execute("COMMIT")
     name = f"part-{store}-{cursor.calls_after + 1}-{newest}"
     writing = _Writing(fmt, name, len(calls) + len(trajectories), report)
-    files = writing.parts(out / "calls", call_rows(calls, store), "calls")
+    files = writing.parts(out / "calls", call_parts(calls, store), "calls")
     files += writing.parts(out / "trajectories", trajectory_rows(trajectories, store), "trajectories")
     cursor.calls_after = max(cursor.calls_after, newest)
     cursor.runs.extend(r.run_id for r in ended)
@@ -162,23 +163,75 @@ def partition(harness: str | None, ts: str | None) -> str:
     return f"harness={who}/date={day}"
 
 
-def call_rows(rows: Iterable[dict[str, Any]], store: str) -> dict[str, list[dict[str, Any]]]:
-    """Call-log rows (``store_id`` first) grouped by partition, without the partition key ``harness``."""
-    parts: dict[str, list[dict[str, Any]]] = defaultdict(list)
+Parts = dict[str, list[dict[str, Any]]]
+"""Rows by partition (``harness=NAME/date=YYYY-MM-DD``)."""
+
+
+def _by_partition(keyed: Iterable[tuple[str | None, str | None, dict[str, Any]]]) -> Parts:
+    groups: dict[tuple[str | None, str | None], list[dict[str, Any]]] = defaultdict(list)
+    for harness, ts, row in keyed:
+        groups[harness, None if ts is None else ts[:10]].append(row)
+    return {partition(harness, day): rows for (harness, day), rows in groups.items()}
+
+
+CALL_FIELDS = ("store_id", *(c for c in COLUMNS if c != "harness"))
+"""The fields of an exported call, in order."""
+_HARNESS, _TS, _UPSTREAM, _TOOL, _EXPOSED = (
+    COLUMNS.index(c) for c in ("harness", "ts", "upstream", "tool", "exposed_name")
+)
+
+
+def _call_rows(
+    view: StoreView, store: str, filters: tuple[TimeBound, TimeBound, str | None, str | None], after: int
+) -> list[tuple[Any, ...]]:
+    """``call_log`` rows logged after position ``after`` (``COLUMNS``' order, by start time) within
+    the filters (since, until, harness, run id), as stored (flags 0/1)."""
+    since, until, harness, run_id = filters
+    where = ["position > ?"]
+    args: list[Any] = [after]
+    for condition, value in (
+        ("ts >= ?", iso_bound(since)),
+        ("ts < ?", iso_bound(until)),
+        ("harness = ?", harness),
+        ("run_id = ?", run_id),
+    ):
+        if value is not None:
+            where.append(condition)
+            args.append(value)
+    sql = f"SELECT {view.call_columns()} FROM call_log WHERE {' AND '.join(where)} ORDER BY ts, position"
+    rows: list[tuple[Any, ...]] = view.conn.execute(sql, args).fetchall()
+    return [
+        row
+        if row[_EXPOSED] is not None  # a call_log older than v4 lacks it: the naming rule's name
+        else (*row[:_EXPOSED], called_name(row[_UPSTREAM], row[_TOOL]), *row[_EXPOSED + 1 :])
+        for row in rows
+    ]
+
+
+CallParts = dict[str, list[tuple[Any, ...]]]
+"""Call rows (``CALL_FIELDS`` tuples) by partition."""
+
+
+def call_parts(rows: Iterable[tuple[Any, ...]], store: str) -> CallParts:
+    """Call rows by partition as ``CALL_FIELDS`` tuples (the partition key ``harness`` left out)."""
+    groups: dict[tuple[str | None, str | None], list[tuple[Any, ...]]] = defaultdict(list)
     for row in rows:
-        fields = {"store_id": store} | {k: v for k, v in row.items() if k != "harness"}
-        parts[partition(row["harness"], row["ts"])].append(fields)
-    return parts
+        groups[row[_HARNESS], row[_TS][:10]].append((store, *row[:_HARNESS], *row[_HARNESS + 1 :]))
+    return {partition(harness, day): part for (harness, day), part in groups.items()}
 
 
-def trajectory_rows(trajectories: Iterable[Trajectory], store: str) -> dict[str, list[dict[str, Any]]]:
-    """One row per run (``store_id``, its fields, ``steps`` a list of step dicts) grouped by partition."""
-    parts: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for t in trajectories:
-        run = {"store_id": store} | {k: v for k, v in asdict(t.run).items() if k != "harness"}
-        first = t.run.started or (t.steps[0].ts if t.steps else None)
-        parts[partition(t.run.harness, first)].append({**run, "steps": [asdict(s) for s in t.steps]})
-    return parts
+def trajectory_rows(trajectories: Iterable[Trajectory], store: str) -> Parts:
+    """One row per run (``store_id``, its fields, ``steps`` a list of step dicts) by partition."""
+    return _by_partition(
+        (
+            t.run.harness,
+            t.run.started or (t.steps[0].ts if t.steps else None),
+            {"store_id": store}
+            | {k: v for k, v in vars(t.run).items() if k != "harness"}
+            | {"steps": [vars(s) for s in t.steps]},
+        )
+        for t in trajectories
+    )
 
 
 @dataclass
@@ -192,22 +245,38 @@ class _Writing:
     done: int = 0
     started: float = field(default_factory=time.perf_counter)
 
-    def parts(self, root: Path, parts: dict[str, list[dict[str, Any]]], kind: str) -> list[Path]:
-        """Write each partition's rows to ``root/PARTITION/NAME.FMT`` (atomically); the paths."""
+    def parts(self, root: Path, parts: Parts | CallParts, kind: str) -> list[Path]:
+        """Write each partition's rows (dicts, or ``CALL_FIELDS`` tuples for calls) to
+        ``root/PARTITION/NAME.FMT`` (atomically); the paths."""
         written = []
-        for where, rows in sorted(parts.items()):
+        order = sorted(parts)
+        tables = _arrow_tables(parts, order, kind) if self.fmt == "parquet" and order else None
+        for where in order:
             path = root / where / f"{self.name}.{self.fmt}"
             path.parent.mkdir(parents=True, exist_ok=True)
-            if self.fmt == "jsonl":
-                text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-                _atomic_write(path, text.encode())
+            if tables is None:
+                _atomic_write(path, b"".join(orjson.dumps(_json_row(row)) + b"\n" for row in parts[where]))
             else:
-                _write_parquet(path, rows, kind)
+                _write_parquet(path, next(tables))
             written.append(path)
-            self.done += len(rows)
+            self.done += len(parts[where])
             if self.report is not None:
                 self.report(self.done, self.total, time.perf_counter() - self.started)
         return written
+
+
+_FLAGS = tuple(CALL_FIELDS.index(c) for c in ("via_call_tool", "args_truncated"))
+
+
+def _json_row(row: dict[str, Any] | tuple[Any, ...]) -> dict[str, Any]:
+    """A row as JSON Lines write it: a call's tuple as a dict, its flags as booleans."""
+    if isinstance(row, dict):
+        return row
+    fields = dict(zip(CALL_FIELDS, row, strict=True))
+    for i in _FLAGS:
+        if row[i] is not None:
+            fields[CALL_FIELDS[i]] = bool(row[i])
+    return fields
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -238,13 +307,13 @@ _BOOL_COLUMNS = frozenset({"via_call_tool", "failed", "args_truncated", "argumen
 _TIME_COLUMNS = frozenset({"ts", "started", "ended"})
 
 
-def _arrow_type(pa: Any, column: str, time: Any) -> Any:
+def _arrow_type(pa: Any, column: str, time: Any, flags: Any = None) -> Any:
     if column in _TIME_COLUMNS:
         return time
     if column in _INT_COLUMNS:
         return pa.int64()
     if column in _BOOL_COLUMNS:
-        return pa.bool_()
+        return flags or pa.bool_()
     if column == "latency_ms":
         return pa.float64()
     if column in _STRING_COLUMNS:
@@ -252,23 +321,40 @@ def _arrow_type(pa: Any, column: str, time: Any) -> Any:
     raise AssertionError(f"no Arrow type for column {column!r}")
 
 
-def _schema(pa: Any, kind: str, time: Any) -> Any:
-    """The Arrow schema of a part, times as ``time``: explicit, so every part has the same one
-    (``args`` stays JSON text: each tool's arguments differ)."""
+def _schema(pa: Any, kind: str, time: Any, flags: Any = None) -> Any:
+    """The Arrow schema of a part, times as ``time`` (and calls' flags as ``flags``, default bool):
+    explicit, so every part has the same one (``args`` stays JSON text: each tool's differ)."""
     metadata = {SCHEMA_METADATA_KEY: str(EXPORT_SCHEMA).encode()}
     if kind == "calls":
-        calls = [c for c in ("store_id", *COLUMNS) if c != "harness"]
-        return pa.schema([(c, _arrow_type(pa, c, time)) for c in calls], metadata=metadata)
+        return pa.schema([(c, _arrow_type(pa, c, time, flags)) for c in CALL_FIELDS], metadata=metadata)
     step = pa.struct([(c, _arrow_type(pa, c, time)) for c in Step.__dataclass_fields__])
     run = [(c, _arrow_type(pa, c, time)) for c in ("store_id", *Run.__dataclass_fields__) if c != "harness"]
     return pa.schema([*run, ("steps", pa.list_(step))], metadata=metadata)
 
 
-def _write_parquet(path: Path, rows: list[dict[str, Any]], kind: str) -> None:
-    """Rows as read (times as ISO text), cast by Arrow to the final schema (times as UTC ms)."""
-    pa, pq = _pyarrow()
-    table = pa.Table.from_pylist(rows, schema=_schema(pa, kind, pa.string()))
+def _arrow_tables(parts: Parts | CallParts, order: list[str], kind: str) -> Iterator[Any]:
+    """Each partition's rows (in ``order``) as an Arrow table: one table built from the rows as read
+    (times as ISO text, flags as 0/1 in calls), cast once to the final schema (times as UTC ms),
+    then sliced."""
+    pa, _ = _pyarrow()
+    rows: list[Any] = [row for where in order for row in parts[where]]
+    if kind == "calls":  # tuples, by column: Arrow converts a column at a time
+        columns = list(zip(*rows, strict=True))
+        as_read = _schema(pa, kind, pa.string(), flags=pa.int64())
+        table = pa.Table.from_arrays(
+            [pa.array(c, f.type) for c, f in zip(columns, as_read, strict=True)], schema=as_read
+        )
+    else:
+        table = pa.Table.from_pylist(rows, schema=_schema(pa, kind, pa.string()))
     table = table.cast(_schema(pa, kind, pa.timestamp("ms", tz="UTC")))
+    offset = 0
+    for where in order:
+        yield table.slice(offset, len(parts[where]))
+        offset += len(parts[where])
+
+
+def _write_parquet(path: Path, table: Any) -> None:
+    _, pq = _pyarrow()
     tmp = path.with_name(f".{path.name}.tmp")
     pq.write_table(table, tmp)
     os.replace(tmp, path)

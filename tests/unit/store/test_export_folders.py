@@ -106,3 +106,19 @@ def _read(fd: int) -> bytes:
         return os.read(fd, 4096)
     except OSError:  # EIO: the terminal's other end is closed and nothing is left
         return b""
+
+
+def test_the_reading_example_in_docs_dataset_md_runs_on_a_parquet_export(tmp_path, monkeypatch):
+    import re
+    from pathlib import Path
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # datasets' cache (read when it is imported)
+    db, out = tmp_path / "harness.db", tmp_path / "out"
+    _write(db, [spawn_event("r", T0), run_call(0, "r", "ok", T0 + 1), exit_event("r", T0 + 2, 0)])
+    _export(db, out, "parquet")
+    text = (Path(__file__).parents[3] / "docs" / "dataset.md").read_text()
+    (code,) = re.findall(r"```py\n(.*?)```", text, flags=re.S)
+    namespace: dict = {}
+    exec(compile(code.replace("DIR", str(out)), "docs/dataset.md", "exec"), namespace)
+    assert namespace["calls"].num_rows == 1 and namespace["per_harness"] == [("h", 1)]
+    assert namespace["runs"]["run_id"] == ["r"]
