@@ -106,7 +106,7 @@ def export(
         store = store_id(view.conn)
         cursor = state.stores.setdefault(store, StoreCursor())
         newest = int(view.conn.execute("SELECT coalesce(max(position), 0) FROM events").get)
-        calls = _call_rows(view, store, (since, until, harness, run_id), cursor.calls_after)
+        calls = _call_rows(view, (since, until, harness, run_id), cursor.calls_after)
         selected = view.runs(harness=harness, since=since, run_ids=None if run_id is None else [run_id])
         hi = iso_bound(until)
         selected = [r for r in selected if hi is None or (r.started is not None and r.started < hi)]
@@ -182,7 +182,7 @@ _HARNESS, _TS, _UPSTREAM, _TOOL, _EXPOSED = (
 
 
 def _call_rows(
-    view: StoreView, store: str, filters: tuple[TimeBound, TimeBound, str | None, str | None], after: int
+    view: StoreView, filters: tuple[TimeBound, TimeBound, str | None, str | None], after: int
 ) -> list[tuple[Any, ...]]:
     """``call_log`` rows logged after position ``after`` (``COLUMNS``' order, by start time) within
     the filters (since, until, harness, run id), as stored (flags 0/1)."""
