@@ -122,3 +122,18 @@ def test_the_reading_example_in_docs_dataset_md_runs_on_a_parquet_export(tmp_pat
     exec(compile(code.replace("DIR", str(out)), "docs/dataset.md", "exec"), namespace)
     assert namespace["calls"].num_rows == 1 and namespace["per_harness"] == [("h", 1)]
     assert namespace["runs"]["run_id"] == ["r"]
+
+
+def test_a_parquet_export_without_pyarrow_names_the_extra_in_one_line_and_writes_nothing(tmp_path):
+    _write(tmp_path / "harness.db", [call_event(0)])
+    blocker = tmp_path / "blocker" / "pyarrow"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('no pyarrow here')\n")
+    cmd = [sys.executable, "-m", "harness", "export", "--state-dir", str(tmp_path), "--format", "parquet"]
+    env = {**os.environ, "PYTHONPATH": str(blocker.parent)}
+    done = subprocess.run(
+        [*cmd, "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "pip install 'harness-gateway[analysis]'" in done.stderr
+    assert not (tmp_path / "out").exists()
