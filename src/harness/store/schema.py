@@ -161,8 +161,9 @@ def _initialise(conn: apsw.Connection, path: Path) -> None:
                 "INSERT INTO store_meta(key, value) VALUES ('format', ?), ('schema_version', ?)",
                 (STORE_FORMAT, str(SCHEMA_VERSION)),
             )
-    with conn:
-        conn.execute("INSERT OR IGNORE INTO store_meta VALUES (?, ?)", (STORE_ID_KEY, store_id(conn)))
+    if conn.execute("SELECT 1 FROM store_meta WHERE key = ?", (STORE_ID_KEY,)).fetchone() is None:
+        with conn:  # once in a store's life: an open never writes otherwise (another writer may lock it)
+            conn.execute("INSERT OR IGNORE INTO store_meta VALUES (?, ?)", (STORE_ID_KEY, store_id(conn)))
 
 
 def store_id(conn: apsw.Connection) -> str:

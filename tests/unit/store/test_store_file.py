@@ -141,3 +141,16 @@ def test_a_store_made_before_ids_gets_from_its_writer_the_id_a_reader_saw_first(
     assert len(seen) == 16 and store_id(open_read_only(path)) == seen
     writer = open_for_writing(path)
     assert writer.execute("SELECT value FROM store_meta WHERE key = ?", (STORE_ID_KEY,)).get == seen
+
+
+def test_opening_a_store_with_an_id_for_writing_writes_nothing_so_another_writers_lock_does_not_stop_it(
+    tmp_path,
+):
+    path = tmp_path / "harness.db"
+    open_for_writing(path).close()
+    other = apsw.Connection(str(path))
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        open_for_writing(path).close()
+    finally:
+        other.execute("ROLLBACK")
