@@ -29,6 +29,7 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "chaos.py": ([], ["--duration", "10", "--kills", "5"]),
     "http_endpoint.py": ([], ["--rounds", "1", "-n", "50"]),
     "multiplexed_progress.py": ([], ["--rounds", "1", "-n", "10"]),
+    "export.py": ([], ["--calls", "20000", "--repeats", "1"]),
 }
 
 

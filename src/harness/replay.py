@@ -1,8 +1,9 @@
 """``harness replay``: copy selected events into a new store and fold every projection there.
 
-The copy keeps each event's original position, so with no filter the new store's tables equal the
-live ones row for row (a property test checks it). The target is built without a journal and
-without syncs (it is a new file nobody else uses) and switched to WAL at the end, like every store.
+The copy keeps each event's original position and the store's id, so with no filter the new
+store's tables equal the live ones row for row (a property test checks it). The target is built
+without a journal and without syncs (it is a new file nobody else uses) and switched to WAL at the
+end, like every store.
 A replay that fails (an event newer than this code) or is interrupted removes the file it began;
 only a killed one leaves a file to delete, never a store to trust.
 """
@@ -22,6 +23,7 @@ from harness.events import Envelope
 from harness.projections import Projection, all_projections, fold, install
 from harness.store import StoreError, append_raw, open_for_writing, open_read_only, read_rows, to_envelope
 from harness.store.log import time_window
+from harness.store.schema import STORE_ID_KEY, store_id
 
 BATCH = 8192
 
@@ -77,14 +79,11 @@ def replay(
     projections = all_projections()
     show = sys.stderr.isatty() if progress is None else progress
     if report is None and show:
-        report = _print_progress
+        report = print_progress
     started = time.perf_counter()
     copied = 0
     try:
-        install(target, projections)
-        target.execute("PRAGMA journal_mode=OFF")
-        target.execute("PRAGMA synchronous=OFF")
-        target.execute("PRAGMA cache_size=-65536")
+        _begin_copy(source, target, projections)
         rows: list[tuple[int, float, str, int, str, str]] = []
         for row in read_rows(source, since=since, until=until):
             if harness is not None and not _keeps(row[5], harness):
@@ -115,6 +114,16 @@ def replay(
     return ReplayResult(copied, seconds)
 
 
+def _begin_copy(source: apsw.Connection, target: apsw.Connection, projections: Sequence[Projection]) -> None:
+    """Lay out the new store's tables with the source's id (its positions name the same events:
+    exports tell stores apart by it), unjournalled and unsynced until the end."""
+    install(target, projections)
+    target.execute("UPDATE store_meta SET value = ? WHERE key = ?", (store_id(source), STORE_ID_KEY))
+    target.execute("PRAGMA journal_mode=OFF")
+    target.execute("PRAGMA synchronous=OFF")
+    target.execute("PRAGMA cache_size=-65536")
+
+
 def _discard(target: apsw.Connection, dst: Path) -> None:
     """Close and remove a store a replay began (with its WAL and shared-memory files)."""
     target.close()
@@ -140,11 +149,12 @@ def _count(source: apsw.Connection, since: float | None, until: float | None) ->
     return int(source.execute(f"SELECT count(*) FROM events WHERE 1{window}", args).get or 0)
 
 
-def _print_progress(done: int, total: int, seconds: float) -> None:
+def print_progress(done: int, total: int, seconds: float, unit: str = "events") -> None:
+    """One line on stderr, rewritten in place: done/total, the rate and an ETA (a terminal's)."""
     rate = done / seconds if seconds > 0 else 0.0
     eta = max(0, total - done) / rate if rate > 0 else 0.0
     print(
-        f"\r{done:,}/{total:,} events  {rate:,.0f} events/s  ETA {eta:,.0f}s ",
+        f"\r{done:,}/{total:,} {unit}  {rate:,.0f} {unit}/s  ETA {eta:,.0f}s ",
         end="",
         file=sys.stderr,
         flush=True,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import functools
+import sys
 from pathlib import Path
 
 from harness.cli.common import Globals, iso_z, parse_since
@@ -24,15 +26,23 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], epilog:
 
 
 def run_export(ns: argparse.Namespace, g: Globals) -> int:
-    """Export; print one line saying what was written."""
+    """Export (on a terminal, with the rows written so far on stderr); print one line saying what
+    was written."""
     from harness.reading import open_store
     from harness.reading.export import export
+    from harness.replay import print_progress
 
     since = iso_z(parse_since(ns.since)) if ns.since else None
     until = iso_z(parse_since(ns.until)) if ns.until else None
     out = Path(ns.out).expanduser()
+    shown = sys.stderr.isatty()
+    report = functools.partial(print_progress, unit="rows") if shown else None
     with open_store(g.paths.db) as view:
-        result = export(view, out, ns.format, since=since, until=until, harness=ns.harness, run_id=ns.run)
+        result = export(
+            view, out, ns.format, since=since, until=until, harness=ns.harness, run_id=ns.run, report=report
+        )
+    if shown:
+        print(file=sys.stderr)
     running = f"; {result.running} runs still running (exported once ended)" if result.running else ""
     files = len(result.files)
     what = f"{result.calls} calls and {result.runs} run trajectories"

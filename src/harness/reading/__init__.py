@@ -130,9 +130,7 @@ class StoreView:
         if (hi := iso_bound(until)) is not None:
             where.append("ts < ?")
             args.append(hi)
-        sql = (
-            f"SELECT {self._call_columns()} FROM call_log WHERE {' AND '.join(where)} ORDER BY position DESC"
-        )
+        sql = f"SELECT {self.call_columns()} FROM call_log WHERE {' AND '.join(where)} ORDER BY position DESC"
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
@@ -147,7 +145,7 @@ class StoreView:
         rows.sort(key=_start_order)  # chosen by log position (completion), shown by start time
         return rows
 
-    def _call_columns(self) -> str:
+    def call_columns(self) -> str:
         """``COLUMNS`` as a select list; a column the store's ``call_log`` lacks (an older version,
         until the daemon of this version rebuilds it) reads as NULL."""
         present = {row[1] for row in self.conn.execute("PRAGMA table_info(call_log)")}

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +25,9 @@ RETENTION_CUTOFF_KEY = "retention_cutoff"
 The DELETE trigger refuses every deletion except of an event older than this cutoff while the key
 is present. The compaction removes the key before it commits, so no other transaction ever sees it.
 """
+
+STORE_ID_KEY = "store_id"
+"""``store_meta`` key of the store's id (16 hex digits): the daemon's id in exports' file names."""
 
 _REFUSE_DELETE = f"""
 CREATE TRIGGER IF NOT EXISTS events_refuse_delete BEFORE DELETE ON events
@@ -155,6 +161,21 @@ def _initialise(conn: apsw.Connection, path: Path) -> None:
                 "INSERT INTO store_meta(key, value) VALUES ('format', ?), ('schema_version', ?)",
                 (STORE_FORMAT, str(SCHEMA_VERSION)),
             )
+    if conn.execute("SELECT 1 FROM store_meta WHERE key = ?", (STORE_ID_KEY,)).fetchone() is None:
+        with conn:  # once in a store's life: an open never writes otherwise (another writer may lock it)
+            conn.execute("INSERT OR IGNORE INTO store_meta VALUES (?, ?)", (STORE_ID_KEY, store_id(conn)))
+
+
+def store_id(conn: apsw.Connection) -> str:
+    """The store's id: random when the store is made. A store made before ids were gets one from its
+    first event, so a reader that meets it without one and the writer that records it agree."""
+    row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (STORE_ID_KEY,)).fetchone()
+    if row is not None:
+        return str(row[0])
+    first = conn.execute("SELECT position, ts, name, data FROM events ORDER BY position LIMIT 1").fetchone()
+    if first is None:
+        return secrets.token_hex(8)
+    return hashlib.sha256(json.dumps(list(first)).encode()).hexdigest()[:16]
 
 
 WRITER_CACHE_KIB = 16_384

@@ -11,6 +11,8 @@ import pytest
 from tests_support import T0, call_event, exit_event, run_call, spawn_event
 
 from harness.actors.log_writer import EventIntake, LogWriterActor
+from harness.store import open_read_only
+from harness.store.schema import store_id
 
 
 def _write(path, events):
@@ -48,20 +50,22 @@ def test_a_jsonl_export_writes_hive_partitions_and_a_second_one_only_what_is_new
         "exported 4 calls and 1 run trajectories" in first.stdout and "1 runs still running" in first.stdout
     )
     calls = sorted(p.relative_to(out).as_posix() for p in (out / "calls").rglob("*.jsonl"))
+    store = store_id(open_read_only(tmp_path / "harness.db"))
     assert calls == [
-        "calls/harness=__HIVE_DEFAULT_PARTITION__/date=2026-11-30/part-1-7.jsonl",
-        "calls/harness=h/date=2026-11-30/part-1-7.jsonl",
+        f"calls/harness=__HIVE_DEFAULT_PARTITION__/date=2026-11-30/part-{store}-1-7.jsonl",
+        f"calls/harness=h/date=2026-11-30/part-{store}-1-7.jsonl",
     ]
     rows = [json.loads(line) for line in (out / calls[1]).read_text().splitlines()]
     assert [r["position"] for r in rows] == [2, 3, 6] and "harness" not in rows[0]
+    assert {r["store_id"] for r in rows} == {store}
     [traj] = [json.loads(p.read_text()) for p in (out / "trajectories").rglob("*.jsonl")]
     assert traj["run_id"] == "run1" and [s["outcome"] for s in traj["steps"]] == ["ok", "denied"]
 
     _write(tmp_path / "harness.db", [run_call(4, "run2", "ok", T0 + 7), exit_event("run2", T0 + 8, 1)])
     second = _export(tmp_path, "--format", "jsonl", "--out", str(out))
     assert "exported 1 calls and 1 run trajectories" in second.stdout, second.stdout
-    new = sorted(p.name for p in out.rglob("part-8-*.jsonl"))
-    assert new == ["part-8-9.jsonl", "part-8-9.jsonl"]  # the call, run2's trajectory
+    new = sorted(p.name for p in out.rglob(f"part-{store}-8-*.jsonl"))
+    assert new == [f"part-{store}-8-9.jsonl"] * 2  # the call, run2's trajectory
     again = _export(tmp_path, "--format", "jsonl", "--out", str(out))
     assert "exported 0 calls and 0 run trajectories" in again.stdout
     refused = _export(tmp_path, "--format", "parquet", "--out", str(out))

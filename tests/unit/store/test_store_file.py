@@ -8,7 +8,7 @@ import apsw
 import pytest
 
 from harness.store import StoreError, open_for_writing, open_read_only
-from harness.store.schema import SCHEMA_VERSION
+from harness.store.schema import SCHEMA_VERSION, STORE_ID_KEY, store_id
 
 
 def test_a_new_store_is_created_with_mode_0600(tmp_path):
@@ -118,3 +118,39 @@ def _call(i):
     from tests_support import call_event
 
     return call_event(i)
+
+
+def test_every_store_has_an_id_of_its_own_that_reopening_keeps(tmp_path):
+    ids = []
+    for name in ("a.db", "b.db"):
+        conn = open_for_writing(tmp_path / name)
+        ids.append(store_id(conn))
+        conn.close()
+    assert ids[0] != ids[1] and all(len(i) == 16 for i in ids)
+    assert store_id(open_read_only(tmp_path / "a.db")) == ids[0]
+    assert store_id(open_for_writing(tmp_path / "a.db")) == ids[0]
+
+
+def test_a_store_made_before_ids_gets_from_its_writer_the_id_a_reader_saw_first(tmp_path):
+    path = tmp_path / "harness.db"
+    conn = open_for_writing(path)
+    conn.execute("INSERT INTO events VALUES (1, 1.5, 'daemon.stopped', 1, '', '{}')")
+    conn.execute("DELETE FROM store_meta WHERE key = ?", (STORE_ID_KEY,))
+    conn.close()
+    seen = store_id(open_read_only(path))
+    assert len(seen) == 16 and store_id(open_read_only(path)) == seen
+    writer = open_for_writing(path)
+    assert writer.execute("SELECT value FROM store_meta WHERE key = ?", (STORE_ID_KEY,)).get == seen
+
+
+def test_opening_a_store_with_an_id_for_writing_writes_nothing_so_another_writers_lock_does_not_stop_it(
+    tmp_path,
+):
+    path = tmp_path / "harness.db"
+    open_for_writing(path).close()
+    other = apsw.Connection(str(path))
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        open_for_writing(path).close()
+    finally:
+        other.execute("ROLLBACK")
