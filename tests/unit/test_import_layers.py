@@ -19,6 +19,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("harness.events",),
     ("harness.rules",),
     ("harness.store",),
+    ("harness.search",),
     ("harness.projections",),
     ("harness.reading", "harness.replay"),
     ("harness.actors",),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.projections.tool_words import (
+from harness.search.words import (
     SYNONYMS,
     label_words,
     name_operation,

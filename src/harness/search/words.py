@@ -1,6 +1,6 @@
 """How tool search reads names and queries: words, a light stem, operations, products, synonyms.
 
-Pure functions and tables, no I/O; ``tool_index`` uses them on both sides of a search:
+Pure functions and tables, no I/O; ``documents`` and ``ranking`` use them on both sides of a search:
 
 - a tool name is split into words (``createPullRequest`` → create pull request) and read as an
   **operation** (its first verb mapped to a canonical one: get/read/fetch/show → ``read``,
@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from harness.projections.word_tables import ALIASES_TEXT, PHRASAL_VERBS_TEXT, SYNONYMS_TEXT
+from harness.search.word_tables import ALIASES_TEXT, PHRASAL_VERBS_TEXT, SYNONYMS_TEXT
 
 _HUMPS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=[0-9])")
 _NON_WORD = re.compile(r"[\W_]+")
