@@ -37,8 +37,8 @@ import apsw
 
 from harness.config import Config, PolicyConfig, UpstreamConfig
 from harness.rules.exposure import ToolView, build_view, session_listing
+from harness.sample_store import load_catalogs
 from harness.search.ranking import search
-from harness.testing.synthetic import load_catalogs
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
