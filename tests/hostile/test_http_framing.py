@@ -127,7 +127,7 @@ def test_one_process_cannot_hold_every_connection_its_extra_ones_get_503_and_ano
 def test_the_status_page_and_metrics_answer_421_to_a_foreign_host(tmp_path):
     port, metrics = free_port(), free_port()
     with running(tmp_path, _config(port, tmp_path, metrics)):
-        for path in ("/", "/metrics"):
+        for path in ("/", "/metrics", "/healthz"):
             url = f"http://127.0.0.1:{metrics}{path}"
             foreign = urllib.request.Request(url, headers={"Host": f"evil.example:{metrics}"})
             with pytest.raises(urllib.error.HTTPError) as refused:
