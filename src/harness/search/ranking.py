@@ -1,7 +1,7 @@
 """The search over ``tool_index``: a query read, its words ranked by bm25, the best reranked by what a
 gateway knows of its fleet.
 
-A search (``search``) reads the query (``words.parse_query``: words, light stems, the
+A search (``search``) reads the query (``queries.parse_query``: words, light stems, the
 operation asked, qualifiers after a preposition, synonyms), looks its words up in ``tool_terms``
 (``vocabulary``: which upstreams they name, how rare each is in tool names), ranks the tools
 matching any of them by bm25 and reranks the best ``WINDOW`` (``_rerank``): by the share of the
@@ -28,19 +28,15 @@ import apsw
 
 from harness.search.documents import FTS_COLUMNS, LABEL, TOKENIZE, WEIGHTS
 from harness.search.hits import ToolHit
-from harness.search.words import (
-    MAX_QUERY_WORDS,
-    Query,
-    parse_query,
-    verb_match,
-)
+from harness.search.queries import MAX_QUERY_WORDS, Query, parse_query
+from harness.search.words import verb_match
 
 __all__ = ["Vocabulary", "match_expression", "query_words", "search", "vocabulary", "warm", "warmed"]
 
 
 def query_words(query: str) -> list[str]:
     """The words a plain FTS5 search of ``query`` looks for (the skill library's): the terms of
-    ``words.parse_query``, its joined words and its verb (a tool search matches that by
+    ``queries.parse_query``, its joined words and its verb (a tool search matches that by
     operation instead, and looks for joined words only when a tool name says them)."""
     parsed = parse_query(query)
     words = [*parsed.terms, *parsed.joined, *([parsed.verb] if parsed.verb else [])]

@@ -13,8 +13,9 @@ from tests_support import catalog
 from harness.naming import exposed_name
 from harness.sample_store import load_catalogs
 from harness.search.hits import all_tools, lookup
+from harness.search.queries import parse_query
 from harness.search.ranking import match_expression, query_words, search
-from harness.search.words import parse_query, split_words
+from harness.search.words import split_words
 
 GIT = [
     tool("git_status", "Shows the working tree status", {"repo_path": {"type": "string"}}),

@@ -13,9 +13,9 @@ from tests_support import catalog
 
 from harness.sample_store import load_catalogs
 from harness.search.documents import WEIGHTS
+from harness.search.queries import parse_query
 from harness.search.ranking import _Snapshot, match_expression, search, vocabulary
 from harness.search.ranking import _snapshot as snapshot_of
-from harness.search.words import parse_query
 
 BENCH_DATA = Path(__file__).parents[3] / "bench" / "data"
 
