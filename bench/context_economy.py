@@ -5,7 +5,7 @@ against FastMCP's own BM25 tool search, on the real tool catalogues in ``../shar
    ``harness.rules.exposure.build_view`` (the ``tools/list`` bytes a session receives): untrimmed
    full (the namespaced tool objects as received), trimmed full (``max_description_chars`` 300), lazy
    (``search_tools`` + ``call_tool``) and top_k (k=8, eight fixed tools as the harness's top set).
-2. ``tool_ranking.search`` (k=10) p50/p99 over the query set at 1,374 tools and at 5,000 (catalogues
+2. ``harness.search.ranking.search`` (k=10) p50/p99 over the query set at 1,374 tools and at 5,000 (catalogues
    cloned under other upstream keys), with ``allowed`` = every tool of the policy (what a lazy
    session passes), and once with a policy over half the upstreams.
 3. recall@5 and MRR@10 on ``bench/data/tool_queries.json`` for ours and for FastMCP's
@@ -36,9 +36,9 @@ from typing import Any
 import apsw
 
 from harness.config import Config, PolicyConfig, UpstreamConfig
-from harness.projections.tool_ranking import search
 from harness.rules.exposure import ToolView, build_view, session_listing
-from harness.testing.synthetic import load_catalogs
+from harness.sample_store import load_catalogs
+from harness.search.ranking import search
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -400,7 +400,7 @@ def main() -> int:
         (f"{n_big:,} tools, allowed = all {len(big_view.routes):,}", big, frozenset(big_view.routes)),
     ]
     print(
-        f"\n## search_tools latency: tool_ranking.search k={K}, {len(queries)} queries x {rounds} rounds,"
+        f"\n## search_tools latency: search.ranking.search k={K}, {len(queries)} queries x {rounds} rounds,"
         " warm"
     )
     print(f"{'index / allowed':48} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8} {'searches':>9}")
@@ -449,7 +449,7 @@ def main() -> int:
     print(f"{'engine':30} {'query set':34} {'recall@5':>8} {'MRR@10':>7}")
     scores: dict[tuple[str, str], float] = {}
     for set_label, sl, exp in sets:
-        engines = [("ours", "ours (tool_ranking.search)", ours[sl])]
+        engines = [("ours", "ours (search.ranking.search)", ours[sl])]
         if ref is not None:
             engines.append(("fast", "fastmcp BM25SearchTransform", ref["rankings"][sl]))
             engines.append(("client", "fastmcp, via in-memory Client", ref["server_rankings"][sl]))
@@ -458,7 +458,7 @@ def main() -> int:
             scores[(key, set_label[:4])] = r5
             print(f"{engine:30} {set_label:34} {r5:>8.3f} {mrr:>7.3f}")
     print(f"\n{'search p50 / p99 ms':40} {f'{n_real:,} tools':>16} {f'{n_big:,} tools':>16}")
-    print(f"{'ours tool_ranking.search (allowed = all)':40} {small_p50:>16.3f} {big_p50:>16.3f}")
+    print(f"{'ours search.ranking.search (allowed=all)':40} {small_p50:>16.3f} {big_p50:>16.3f}")
     recall_ok: bool | None = None
     fast_ok: bool | None = None
     if ref is not None and ref_big is not None:

@@ -37,10 +37,11 @@ from typing import Any
 
 import apsw
 
+import dev_path  # noqa: F401 - puts devtools/ on sys.path
+from devtools.sample_call import record_sample_call
 from harness.actors import log_writer
 from harness.actors.log_writer import DEFAULT_CAPACITY, EventIntake, LogWriterActor
 from harness.gateway.evidence.recording import CallRecorder
-from harness.testing.sample_call import record_sample_call
 
 BAR = 60_000
 

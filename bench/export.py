@@ -1,6 +1,6 @@
 """``harness export`` throughput: a store of N calls exported as Parquet and as JSON Lines.
 
-A store of ``--calls`` call events (``harness.testing.synthetic.SyntheticLog``: 4 harnesses, 30 days,
+A store of ``--calls`` call events (``harness.sample_store.SyntheticLog``: 4 harnesses, 30 days,
 sessions, searches and upstream restarts around the calls, arguments stored) is written once by the
 real ``LogWriterActor``. Then, per format and repeat: the export through the API
 (``harness.reading.export.export`` on ``open_store``, timed in this process) into a new folder, a
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from harness.reading import open_store
 from harness.reading.export import Format, export
-from harness.testing.synthetic import SyntheticLog
+from harness.sample_store import SyntheticLog
 from store_throughput import write
 
 BAR = 20_000

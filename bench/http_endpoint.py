@@ -33,8 +33,9 @@ import psutil
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from harness.testing.rounds import ratio_line, round_line, table
-from harness.testing.spawned import daemon_with_harnesses, env_with
+import dev_path  # noqa: F401 - puts devtools/ on sys.path
+from devtools.rounds import ratio_line, round_line, table
+from devtools.spawned import daemon_with_harnesses, env_with
 
 ROOT = Path(__file__).resolve().parents[1]
 UPSTREAM = ROOT / "tests" / "fixtures" / "faulty_http_upstream.py"

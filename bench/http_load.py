@@ -2,12 +2,12 @@
 connections and fuzzed requests with no token, while a harness's client keeps calling with its own.
 
 A daemon serves ``[mcp] listen`` with the demo upstream and one harness, ``probe``, whose process
-(``python -m harness.testing.http_fuzz probe``) initializes a session and calls ``demo__echo`` on
+(``python -m devtools.http_fuzz probe``) initializes a session and calls ``demo__echo`` on
 fresh connections every 0.2 s and times each try. Then, at once:
 
 * ``--holders`` processes open ``--half-open`` connections between them, each sending a request
   head's start and a byte a second (the endpoint answers 503 past a cap, 408 at the head deadline);
-* ``--threads`` threads send ``-n`` hostile requests (src/harness/testing/http_fuzz.py), each on a
+* ``--threads`` threads send ``-n`` hostile requests (devtools/http_fuzz.py), each on a
   fresh connection, for at most ``--seconds``.
 
 The bar: every probe call during the attack answered 200 in under 1 s, the daemon's stderr grew by
@@ -33,8 +33,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from harness.testing.http_fuzz import fuzz
-from harness.testing.spawned import toml_list
+import dev_path
+from devtools.http_fuzz import fuzz
+from devtools.spawned import toml_list
 
 PY = sys.executable
 DEMO = [PY, "-m", "harness.demo.upstream", "--test-tools"]
@@ -64,13 +65,14 @@ def http_load(
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
     port = _free_port()
     probe_out = folder / "probe.jsonl"
-    probe = [PY, "-m", "harness.testing.http_fuzz", "probe", str(port), str(probe_out), "3600", "demo__echo"]
+    probe = [PY, "-m", "devtools.http_fuzz", "probe", str(port), str(probe_out), "3600", "demo__echo"]
     (folder / "harness.toml").write_text(
         f'[mcp]\nlisten = "127.0.0.1:{port}"\n\n[mcp.demo]\nargv = {toml_list(DEMO)}\n\n'
         '[mcp_policy.p]\nservers = ["demo"]\n\n'
         f'[harness.probe]\nargv = {toml_list(probe)}\nmcp_policy = "p"\n'
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [dev_path.ROOT, env.get("PYTHONPATH")]))  # devtools
     command = [
         "harness",
         "daemon",
@@ -99,10 +101,11 @@ def http_load(
         hold_seconds = str(min(seconds, 20.0))
         holding = [
             subprocess.Popen(
-                [PY, "-m", "harness.testing.http_fuzz", "hold", str(port), str(share), hold_seconds],
+                [PY, "-m", "devtools.http_fuzz", "hold", str(port), str(share), hold_seconds],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
+                env=env,
             )
             for share in (half_open // holders + (i < half_open % holders) for i in range(holders))
         ]

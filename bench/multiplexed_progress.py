@@ -26,8 +26,9 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
-from harness.testing.rounds import ratio_line, round_line, table
-from harness.testing.spawned import daemon_with_harnesses, env_with
+import dev_path  # noqa: F401 - puts devtools/ on sys.path
+from devtools.rounds import ratio_line, round_line, table
+from devtools.spawned import daemon_with_harnesses, env_with
 
 SESSIONS = 8
 STEPS = 4

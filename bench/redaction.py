@@ -2,7 +2,7 @@
 
 False positives (issue 10: under 1 %):
 * ``args``: one benign argument object per tool of the 54 shared catalogues
-  (:func:`harness.testing.benign_args.benign_arguments`); an object counts once if redaction changes
+  (:func:`devtools.benign_args.benign_arguments`); an object counts once if redaction changes
   anything in it. Properties that take a credential by name (``password``, ``secret``, …) are left
   out of the corpus and counted separately: replacing them is redaction's job.
 * ``descriptions``: every tool and property description of those catalogues, each as one string
@@ -24,10 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import dev_path  # noqa: F401 - puts devtools/ on sys.path
+from devtools.benign_args import benign_arguments, credential_properties
 from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.evidence.redaction import canonical_json, redact_text, redact_value, redacted_args
-from harness.testing.benign_args import benign_arguments, credential_properties
-from harness.testing.synthetic import load_catalogs
+from harness.sample_store import load_catalogs
 
 CATALOGS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tool-catalogs"
 BAR_FP = 0.01

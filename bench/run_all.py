@@ -28,6 +28,7 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "context_economy.py": ([], ["--quick"]),
     "chaos.py": ([], ["--duration", "10", "--kills", "5"]),
     "http_endpoint.py": ([], ["--rounds", "1", "-n", "50"]),
+    "http_framing.py": ([], ["--rounds", "3", "-n", "2000"]),
     "multiplexed_progress.py": ([], ["--rounds", "1", "-n", "10"]),
     "export.py": ([], ["--calls", "20000", "--repeats", "1"]),
 }

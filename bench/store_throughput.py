@@ -1,6 +1,6 @@
 """Store throughput: the log writer with every projection folded in, and replay into a new store.
 
-* ``writer``: N events pre-built by ``harness.testing.synthetic.SyntheticLog`` (a realistic mix: ~85%
+* ``writer``: N events pre-built by ``harness.sample_store.SyntheticLog`` (a realistic mix: ~85%
   ``tool_call.completed``, the rest sessions, searches, catalogues, upstream lifecycle) are queued in
   an ``EventIntake`` before the ``LogWriterActor`` is attached, then one wake-up: the time until
   ``wait_flushed()`` returns, i.e. everything appended and folded into call_log, top_k,
@@ -26,7 +26,7 @@ import apsw
 
 from harness.actors.log_writer import EventIntake, LogWriterActor
 from harness.replay import replay
-from harness.testing.synthetic import SyntheticLog
+from harness.sample_store import SyntheticLog
 
 BAR = 100_000
 REPLAY_BAR = 50_000

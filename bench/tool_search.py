@@ -47,7 +47,7 @@ that count as right, as ``<upstream>__<tool>`` (the exposed name is derived with
 
 Engines, in one run and on the same index build:
 
-- ``ours``: ``tool_ranking.search`` of this checkout;
+- ``ours``: ``harness.search.ranking.search`` of this checkout;
 - ``before``: the same script run under ``PYTHONPATH`` = ``src/`` of ``--before REV`` (``git
   archive``), so the search as it was at that commit, folded and timed the same way;
 - ``fastmcp``: ``BM25SearchTransform`` of FastMCP (``bench/fastmcp_search_ref.py`` under
@@ -88,9 +88,12 @@ from harness.projections import all_projections, fold, install
 from harness.store import append, envelopes_for
 
 try:
-    from harness.projections.tool_ranking import search
-except ImportError:  # the ``before`` engine at a revision before the search had its own module
-    from harness.projections.tool_index import search  # type: ignore[attr-defined,no-redef]
+    from harness.search.ranking import search
+except ImportError:  # the ``before`` engine at a revision before the search had its own package
+    try:
+        from harness.projections.tool_ranking import search  # type: ignore[no-redef]
+    except ImportError:  # ... or before the search had its own module
+        from harness.projections.tool_index import search  # type: ignore[attr-defined,no-redef]
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

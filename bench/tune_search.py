@@ -1,6 +1,6 @@
 """Tune the tool search's constants by coordinate descent, optionally cross-validated.
 
-What is tuned: the rerank's constants of ``harness.projections.tool_ranking`` (``PARAMETERS``) and the
+What is tuned: the rerank's constants of ``harness.search.ranking`` (``PARAMETERS``) and the
 bm25 column weights but the name's (``WEIGHTS[1:]``), each in turn multiplied by 0, 0.5, 0.75,
 1.33 and 2 while the score (MRR@10 + R@5 / 2 over the tuning queries) rises, three rounds at most.
 The index and the query sets are ``tool_search.py``'s.
@@ -11,8 +11,9 @@ The index and the query sets are ``tool_search.py``'s.
 Cross-validation prints, for each set held out, its R@5 / MRR@10 with the constants as they are and
 with those tuned on the other sets: what tuning on such sets does for a set it never saw. The figures
 of the 2026-12-03 retuning (bench/README.md) were printed by it (then with the name's weight free
-too). It only prints: the constants in ``tool_ranking.py`` are changed by hand (the weights, in
-``tool_index.py``, are stored in the index, so changing them means bumping ``ToolIndexProjection.version``).
+too). It only prints: the constants in ``search/ranking.py`` are changed by hand (the weights, in
+``search/documents.py``, are stored in the index, so changing them means bumping
+``ToolIndexProjection.version``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import apsw
 
-from harness.projections import tool_index, tool_ranking
+from harness.search import documents, ranking
 from tool_search import CATALOGS, K, build, load_catalog_files, load_set, metrics, tool_names
 
 PARAMETERS = (
@@ -40,7 +41,7 @@ PARAMETERS = (
     "BM25_BOOST",
     "UNNAMED_RARITY",
 )
-WEIGHT_NAMES = tuple(f"weight {column}" for column in tool_index.FTS_COLUMNS)
+WEIGHT_NAMES = tuple(f"weight {column}" for column in documents.FTS_COLUMNS)
 FACTORS = (0.0, 0.5, 0.75, 1.33, 2.0)
 
 Values = dict[str, float]
@@ -48,8 +49,8 @@ Values = dict[str, float]
 
 def current() -> Values:
     """The constants as the code has them."""
-    values = {name: float(getattr(tool_ranking, name)) for name in PARAMETERS}
-    values.update(zip(WEIGHT_NAMES, tool_index.WEIGHTS, strict=True))
+    values = {name: float(getattr(ranking, name)) for name in PARAMETERS}
+    values.update(zip(WEIGHT_NAMES, documents.WEIGHTS, strict=True))
     return values
 
 
@@ -58,11 +59,11 @@ def score(
 ) -> tuple[float, float]:
     """R@5 and MRR@10 of ``rows`` with ``values`` set (the module's constants are left so)."""
     for name in PARAMETERS:
-        setattr(tool_ranking, name, values[name])
+        setattr(ranking, name, values[name])
     weights = tuple(values[name] for name in WEIGHT_NAMES)
-    custom = None if weights == tuple(tool_index.WEIGHTS) else weights
+    custom = None if weights == tuple(documents.WEIGHTS) else weights
     ranked = [
-        [hit.name for hit in tool_ranking.search(conn, row["query"], k=K, allowed=known, weights=custom)]
+        [hit.name for hit in ranking.search(conn, row["query"], k=K, allowed=known, weights=custom)]
         for row in rows
     ]
     return metrics(ranked, rows)

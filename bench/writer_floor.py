@@ -36,8 +36,8 @@ from harness.events import ToolCallCompleted
 from harness.projections import all_projections, install
 from harness.projections.call_log import _INSERT_FROM_LOG
 from harness.projections.top_k import _UPSERT_FROM_CALL_LOG
+from harness.sample_store import SyntheticLog
 from harness.store import append_values, event_values, open_for_writing, tune_for_writer
-from harness.testing.synthetic import SyntheticLog
 from store_throughput import write
 
 CALL = (ToolCallCompleted.STORED_NAME, ToolCallCompleted.VERSION)

@@ -45,7 +45,7 @@ def measure(n: int, rate: float) -> dict[str, Any]:
     """One run of the code on ``sys.path``: commits and writer CPU for ``n`` events at ``rate``/s."""
     from harness.actors.log_writer import EventIntake, LogWriterActor
     from harness.events import ToolCallCompleted
-    from harness.testing.synthetic import SyntheticLog
+    from harness.sample_store import SyntheticLog
 
     calls = [e for e in SyntheticLog(calls=2 * n, seed=1).events() if isinstance(e, ToolCallCompleted)][:n]
     with tempfile.TemporaryDirectory(prefix="htrickle-") as tmp:

@@ -26,8 +26,8 @@ from typing import IO, Any, TypeVar
 import apsw
 import pytest
 
+from devtools.spawned import toml_list  # noqa: F401 - re-exported: one definition, shared with bench/
 from harness.rules.gateway_tools import FACADE_READ_TOOLS
-from harness.testing.spawned import toml_list  # noqa: F401 - re-exported: one definition, shared with bench/
 
 T = TypeVar("T")
 D = TypeVar("D", bound="DaemonProcess")

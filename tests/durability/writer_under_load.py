@@ -1,7 +1,7 @@
 """The daemon's event writer under load, in a process of its own, for kill -9 tests.
 
 Runs the real ``LogWriterActor`` + ``EventIntake`` on ``argv[1]`` and emits realistic call events
-(``harness.testing.synthetic``) as fast as the writer takes them: a chunk of ``CHUNK`` events whenever
+(``harness.sample_store``) as fast as the writer takes them: a chunk of ``CHUNK`` events whenever
 the intake holds fewer than ``MAX_BATCH`` (so nothing is dropped and the backlog stays bounded).
 It reports on stdout, one line each, flushed:
 
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from harness.actors.log_writer import MAX_BATCH, EventIntake, LogWriterActor
-from harness.testing.synthetic import SyntheticLog
+from harness.sample_store import SyntheticLog
 
 CHUNK = 512
 

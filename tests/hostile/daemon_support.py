@@ -19,8 +19,8 @@ from typing import IO, Any
 
 import psutil
 
-from harness.testing.children import end_child
-from harness.testing.spawned import env_dumper, env_with, harness_vars, toml_list  # noqa: F401 - re-exported
+from devtools.children import end_child
+from devtools.spawned import env_dumper, env_with, harness_vars, toml_list  # noqa: F401 - re-exported
 from support import assert_stored_args_parse
 
 PY = sys.executable

@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from harness.testing.http_fuzz import post
+sys.path.append(str(Path(__file__).resolve().parents[2]))  # run as a harness: devtools/ from the repository
+from devtools.http_fuzz import post
 
 
 def _token_of(name: str) -> str:

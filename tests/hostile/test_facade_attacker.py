@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from daemon_support import PY, RawSession, env_with, faulty, harness_vars, running, toml_list, wait_for
 
+from devtools.credentials import ENCODINGS
 from harness.rules.gateway_tools import FACADE_READ_TOOLS, FACADE_WRITE_TOOLS
-from harness.testing.credentials import ENCODINGS
 from support import free_port
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]  # a real daemon with five children, ~10 s

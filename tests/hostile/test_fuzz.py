@@ -4,28 +4,15 @@ row per call, and a sibling session through a real ``harness mcp`` bridge is ser
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "fuzz.py"
-
-
-def _bench_fuzz():
-    spec = importlib.util.spec_from_file_location("bench_fuzz", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_fuzz"] = module
-    spec.loader.exec_module(module)
-    return module
+from devtools.fuzz_daemon import fuzz_daemon
 
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_fuzz_4000_hostile_messages_no_crash_no_hang_no_lost_row_healthy_sibling(tmp_path, seed):
-    figures = _bench_fuzz().fuzz_daemon(tmp_path, messages=4000, seed=seed, per_session=1000, quiet=True)
+    figures = fuzz_daemon(tmp_path, messages=4000, seed=seed, per_session=1000, quiet=True)
     assert figures["sessions"] == 4  # each handshake revision once
     assert figures["hangs"] == [] and figures["session_drops"] == 0
     assert figures["answered"] == figures["owed_answers"] > 0

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from daemon_support import PY, running, toml_list, wait_for
 
-from harness.testing.http_fuzz import post
+from devtools.http_fuzz import post
 from support import DEMO_UPSTREAM, INITIALIZE, free_port
 
 AGENT = Path(__file__).with_name("http_agent.py")

@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 from daemon_support import PY, Daemon, running, toml_list, wait_for
 
-from harness.testing.http_fuzz import fuzz, post, send
+from devtools.http_fuzz import fuzz, post, send
 from support import DEMO_UPSTREAM, INITIALIZE, free_port, holds_for
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _config(port: int, tmp_path: Path, metrics_port: int | None = None) -> str:
@@ -106,12 +108,12 @@ def test_one_process_cannot_hold_every_connection_its_extra_ones_get_503_and_ano
             assert b"already has 16 connections open" in answer
             # A client in another process still gets through at once.
             code = (
-                "import sys, time; from harness.testing.http_fuzz import post; "
+                "import sys, time; from devtools.http_fuzz import post; "
                 "t = time.monotonic(); r = post(int(sys.argv[1]), sys.argv[2], "
                 f"{INITIALIZE!r}); print(r['status'], time.monotonic() - t)"
             )
             done = subprocess.run(
-                [PY, "-c", code, str(port), token], capture_output=True, text=True, timeout=30
+                [PY, "-c", code, str(port), token], capture_output=True, text=True, timeout=30, cwd=ROOT
             )
             status, took = done.stdout.split()
             assert status == "200" and float(took) < 1.0, done
@@ -125,7 +127,7 @@ def test_one_process_cannot_hold_every_connection_its_extra_ones_get_503_and_ano
 def test_the_status_page_and_metrics_answer_421_to_a_foreign_host(tmp_path):
     port, metrics = free_port(), free_port()
     with running(tmp_path, _config(port, tmp_path, metrics)):
-        for path in ("/", "/metrics"):
+        for path in ("/", "/metrics", "/healthz"):
             url = f"http://127.0.0.1:{metrics}{path}"
             foreign = urllib.request.Request(url, headers={"Host": f"evil.example:{metrics}"})
             with pytest.raises(urllib.error.HTTPError) as refused:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from daemon_support import RawSession, env_dumper, faulty, harness_env, running, toml_list
 
-from harness.testing.credentials import CREDENTIAL_FAMILIES, ENCODINGS, secret_part
+from devtools.credentials import CREDENTIAL_FAMILIES, ENCODINGS, secret_part
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]  # a real daemon, ~3 s
 

@@ -19,12 +19,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("harness.events",),
     ("harness.rules",),
     ("harness.store",),
+    ("harness.search",),
     ("harness.projections",),
     ("harness.reading", "harness.replay"),
     ("harness.actors",),
     ("harness.gateway",),
     ("harness.cli",),
-    ("harness.demo", "harness.testing"),
+    ("harness.demo", "harness.sample_store"),
     ("harness.main", "harness.__main__"),
 )
 """Bottom to top: a module may import its own layer and the layers below it, never one above."""

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import export_command
+from harness.cli import completion, export_command
 from harness.cli.common import CliError, Globals, UsageError, globals_from, iso_z, parse_since
 from harness.cli.formatting import call_json, format_call, harness_table
 from harness.config.approvals import unapproved_hint
@@ -79,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true", help="a JSON array, best first")
     _policy_parsers(sub)
     _project_parsers(sub)
+    completion.add_parser(sub, _GLOBAL_HELP)
     return ap
 
 
@@ -220,6 +221,11 @@ def dispatch(argv: list[str], opts: dict[str, str | bool], more: dict[str, Handl
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return " ".join(text.split())
+
+
+def _cmd_completion(ns: argparse.Namespace, g: Globals) -> int:
+    print(completion.script(_parser(), ns.shell), end="")
+    return 0
 
 
 def _cmd_project(ns: argparse.Namespace, g: Globals) -> int:
@@ -552,4 +558,5 @@ _HANDLERS: dict[str, Handler] = {
     "doctor": _cmd_doctor,
     "policy": _cmd_policy,
     "project": _cmd_project,
+    "completion": _cmd_completion,
 }

@@ -45,7 +45,7 @@ class StoreReader:
     ) -> None:
         """Run a tool search over ``allowed`` names of the ``upstreams`` keys (every one when None);
         ``done(hits, error)`` is called on the loop."""
-        from harness.projections.tool_ranking import search
+        from harness.search.ranking import search
 
         loop = asyncio.get_running_loop()
 
@@ -74,7 +74,7 @@ class StoreReader:
                 return
             try:
                 flushed()
-                from harness.projections.tool_ranking import warm
+                from harness.search.ranking import warm
 
                 warm(self._connection())
             except Exception:  # best effort: the next search builds it instead
@@ -84,7 +84,7 @@ class StoreReader:
 
     async def search_warmed(self) -> bool:
         """Whether the search's snapshot is of the tool index as it is now (``warm_search`` ran)."""
-        from harness.projections.tool_ranking import warmed
+        from harness.search.ranking import warmed
 
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, lambda: warmed(self._connection()))

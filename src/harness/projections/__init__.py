@@ -10,7 +10,7 @@ from harness.projections.base import (
 )
 from harness.projections.call_log import CallLogProjection, iso_ms
 from harness.projections.runs import RunsProjection
-from harness.projections.tool_index import ToolHit, ToolIndexProjection
+from harness.projections.tool_index import ToolIndexProjection
 from harness.projections.top_k import TopKProjection
 from harness.projections.upstreams import UpstreamsProjection
 
@@ -32,7 +32,6 @@ __all__ = [
     "Projection",
     "ProjectionVersionError",
     "RunsProjection",
-    "ToolHit",
     "ToolIndexProjection",
     "TopKProjection",
     "UpstreamsProjection",

@@ -20,12 +20,12 @@ import apsw
 from harness.events import Envelope, ToolSearchCompleted
 from harness.naming import called_name, exposed_name
 from harness.projections.call_log import COLUMNS, iso_ms
-from harness.projections.tool_index import ToolHit
-from harness.projections.tool_ranking import search
 from harness.projections.top_k import tool_counts
 from harness.reading.log import RawEvent, StoreVersions, Unknown, read_events, store_versions
 from harness.reading.runs import Run, Step, Trajectory, query_runs, query_trajectories
 from harness.reading.summaries import SearchHitRate, SearchOutcome, SessionSummary, ToolUsage
+from harness.search.hits import ToolHit
+from harness.search.ranking import search
 from harness.store import StoreError, open_read_only
 from harness.store.location import STORE_FILE, default_state_dir
 from harness.vocabulary import FAILED_OUTCOMES, outcome_in

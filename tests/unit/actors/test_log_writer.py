@@ -118,8 +118,8 @@ def test_a_failing_compaction_told_to_the_writer_does_not_stop_it(tmp_path, capl
 
 def test_under_a_load_that_overflows_the_intake_rows_plus_dropped_equal_the_calls(tmp_path):
     """Issue 10: each recorded call is one row or one counted drop, never both, never neither."""
+    from devtools.sample_call import record_sample_call
     from harness.gateway.evidence.recording import CallRecorder
-    from harness.testing.sample_call import record_sample_call
 
     dropped_metric: list[int] = []
     intake = EventIntake(capacity=100, on_drop=lambda: dropped_metric.append(1))

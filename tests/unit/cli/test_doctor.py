@@ -11,7 +11,7 @@ from pathlib import Path
 from harness.actors.log_writer import EventIntake, LogWriterActor
 from harness.cli.common import Globals
 from harness.cli.doctor import examine, key_line
-from harness.testing.synthetic import SyntheticLog
+from harness.sample_store import SyntheticLog
 
 PY = sys.executable
 

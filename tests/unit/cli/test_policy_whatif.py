@@ -19,7 +19,7 @@ from harness.cli.whatif import what_if
 from harness.cli.whatif_command import as_object, grouped_calls
 from harness.config import ConfigError, load_config
 from harness.naming import exposed_name
-from harness.testing.synthetic import DEFAULT_CATALOGS, SyntheticLog
+from harness.sample_store import DEFAULT_CATALOGS, SyntheticLog
 
 START = 1_790_000_000.0
 LONG_TOOL = "summarise_the_whole_repository_history_in_one_paragraph"

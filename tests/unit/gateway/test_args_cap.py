@@ -9,12 +9,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from devtools.sample_call import SAMPLE_SESSION
 from harness.events import ToolCallCompleted
 from harness.gateway.evidence.args_cap import ARGS_CAP_BYTES, CUT, OVERSIZED_KEY
 from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.evidence.redaction import REDACTED, args_as_stored, canonical_json
-from harness.testing.sample_call import SAMPLE_SESSION
 
 PATTERN_SECRET = "ghp_" + "A1b2C3d4E5" * 4
 KNOWN_SECRET = "daemon-held-value-7f3e9a"

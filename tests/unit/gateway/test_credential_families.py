@@ -1,4 +1,4 @@
-"""Each credential family (harness.testing.credentials): redacted plain, nested at random depths,
+"""Each credential family (devtools.credentials): redacted plain, nested at random depths,
 as an object key and encoded; its near misses kept; values under secret-named keys replaced."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import random
 
 import pytest
 
+from devtools.credentials import CREDENTIAL_FAMILIES, ENCODINGS, SECRET_NAMED_KEYS, secret_part
 from harness.gateway.evidence.redaction import REDACTED, canonical_json, redacted_args
-from harness.testing.credentials import CREDENTIAL_FAMILIES, ENCODINGS, SECRET_NAMED_KEYS, secret_part
 
 SECRETS = [(family, secret) for family, f in CREDENTIAL_FAMILIES.items() for secret in f.secrets]
 NEAR_MISSES = [(family, text) for family, f in CREDENTIAL_FAMILIES.items() for text in f.near_misses]

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
+from devtools.sample_call import SAMPLE_SESSION
 from harness.events import ToolCallCompleted
 from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.evidence.recording import CallRecorder
-from harness.testing.sample_call import SAMPLE_SESSION
 
 HELD = "held-Zq81-secret-Vb27x"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from devtools.benign_args import benign_arguments, credential_properties
 from harness.gateway.evidence.redaction import REDACTED, redact_text, redact_value, redacted_args, secret_key
-from harness.testing.benign_args import benign_arguments, credential_properties
-from harness.testing.synthetic import load_catalogs
+from harness.sample_store import load_catalogs
 
 CATALOGS = Path(__file__).parents[4] / "shared" / "data" / "tool-catalogs"
 

@@ -20,8 +20,8 @@ from harness.events import (
     UpstreamExited,
     UpstreamStarted,
 )
-from harness.projections.tool_ranking import search
 from harness.replay import replay
+from harness.search.ranking import search
 
 OUTCOMES = ["ok", "tool_error", "upstream_error", "timeout", "denied", "circuit_open", "cancelled"]
 UPSTREAMS = ["demo", "git", "web"]

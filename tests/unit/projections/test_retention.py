@@ -11,9 +11,9 @@ from tests_support import call_event, catalog
 from harness.actors.log_writer import Compact, EventIntake, LogWriterActor
 from harness.events import RetentionCompacted, SessionClosed, UpstreamExited, UpstreamStarted
 from harness.projections import all_projections, compact_folded
-from harness.projections.tool_index import all_tools
 from harness.projections.top_k import tool_counts
 from harness.replay import replay
+from harness.search.hits import all_tools
 from harness.store import last_position, to_envelope
 
 DAY = 86400.0

@@ -11,10 +11,11 @@ from projection_support import CATALOGS, fold_into, memory_store, tool
 from tests_support import catalog
 
 from harness.naming import exposed_name
-from harness.projections.tool_index import all_tools, lookup
-from harness.projections.tool_ranking import match_expression, query_words, search
-from harness.projections.tool_words import parse_query, split_words
-from harness.testing.synthetic import load_catalogs
+from harness.sample_store import load_catalogs
+from harness.search.hits import all_tools, lookup
+from harness.search.queries import parse_query
+from harness.search.ranking import match_expression, query_words, search
+from harness.search.words import split_words
 
 GIT = [
     tool("git_status", "Shows the working tree status", {"repo_path": {"type": "string"}}),

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from projection_support import CATALOGS, fold_into, memory_store, tool
 from tests_support import catalog
 
-from harness.projections.tool_index import WEIGHTS
-from harness.projections.tool_ranking import _Snapshot, match_expression, search, vocabulary
-from harness.projections.tool_ranking import _snapshot as snapshot_of
-from harness.projections.tool_words import parse_query
-from harness.testing.synthetic import load_catalogs
+from harness.sample_store import load_catalogs
+from harness.search.documents import WEIGHTS
+from harness.search.queries import parse_query
+from harness.search.ranking import _Snapshot, match_expression, search, vocabulary
+from harness.search.ranking import _snapshot as snapshot_of
 
 BENCH_DATA = Path(__file__).parents[3] / "bench" / "data"
 

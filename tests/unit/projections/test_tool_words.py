@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from harness.projections.tool_words import (
-    SYNONYMS,
+from harness.search.queries import SYNONYMS, parse_query, plain_forms
+from harness.search.words import (
     label_words,
     name_operation,
     operation_match,
-    parse_query,
-    plain_forms,
     shared_words,
     split_words,
     stem,

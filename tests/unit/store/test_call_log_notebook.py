@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.actors.log_writer import EventIntake, LogWriterActor
-from harness.testing.synthetic import SyntheticLog, load_catalogs
+from harness.sample_store import SyntheticLog, load_catalogs
 from notebook_support import execute_notebook, images, printed
 
 CATALOGS = Path(__file__).parents[4] / "shared" / "data" / "tool-catalogs"

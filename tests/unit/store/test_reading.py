@@ -9,8 +9,8 @@ import pytest
 import harness
 from harness.actors.log_writer import EventIntake, LogWriterActor
 from harness.reading import StoreView
+from harness.sample_store import SyntheticLog
 from harness.store import StoreError
-from harness.testing.synthetic import SyntheticLog
 
 
 @pytest.fixture(scope="module")

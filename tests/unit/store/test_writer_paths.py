@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from devtools.sample_call import record_sample_call
 from harness.events import ToolCallCompleted, encode
 from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.evidence.redaction import canonical_json
@@ -26,7 +27,6 @@ from harness.store import (
 )
 from harness.store.checkpoints import BackgroundCheckpoints
 from harness.store.log import ROWS_PER_INSERT
-from harness.testing.sample_call import record_sample_call
 
 
 def _recorded(n: int) -> list[ToolCallCompleted]:

@@ -1,4 +1,5 @@
-"""The Prometheus series of ADR-0035, in one registry per process."""
+"""The Prometheus series of ADR-0035 and the process's own (``process_*``, ``python_info``), in one
+registry per process, served on ``metrics_listen`` with ``/healthz`` and the status page."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Gauge,
-    generate_latest,
+    PlatformCollector,
+    ProcessCollector,
 )
+from prometheus_client.exposition import choose_encoder
 
 from harness.events import CircuitClosed, CircuitOpened, Event, UpstreamStateChanged
 from harness.gateway.downstream.http_wire import loopback_hosts
@@ -22,6 +24,8 @@ from harness.gateway.evidence.call_metrics import CallSeries, CallSeriesCollecto
 from harness.rules.gateway_tools import CALL_TOOL, GATEWAY_TOOL_TIERS, SEARCH_TOOLS
 
 REGISTRY = CollectorRegistry(auto_describe=True)
+ProcessCollector(registry=REGISTRY)  # process_cpu_seconds_total, process_resident_memory_bytes, ...
+PlatformCollector(registry=REGISTRY)  # python_info
 
 CALL_SERIES = CallSeries()
 """``harness_mcp_calls``, ``harness_mcp_call_duration_seconds``, ``harness_mcp_response_bytes``:
@@ -78,8 +82,9 @@ def tool_label(upstream: str, tool: str) -> str:
 
 
 class _Routes(BaseHTTPRequestHandler):
-    """``/metrics``: the Prometheus text; ``/``: the status page, when the listener has one; 421 for a
-    ``Host`` other than the listener's own loopback name and port, as on ``/mcp``."""
+    """``/metrics``: the Prometheus text, or OpenMetrics when the scraper's ``Accept`` asks for it;
+    ``/healthz``: 200 while the daemon runs; ``/``: the status page, when the listener has one; 421
+    for a ``Host`` other than the listener's own loopback name and port, as on ``/mcp``."""
 
     server: _Server
 
@@ -90,7 +95,10 @@ class _Routes(BaseHTTPRequestHandler):
             text = f"Host {host[:100]!r} is not this loopback listener (DNS rebinding protection)\n"
             self._send(421, "text/plain; charset=utf-8", text.encode())
         elif path == "/metrics":
-            self._send(200, CONTENT_TYPE_LATEST, generate_latest(REGISTRY))
+            encode, content_type = choose_encoder(self.headers.get("Accept", ""))
+            self._send(200, content_type, encode(REGISTRY))
+        elif path == "/healthz":
+            self._send(200, "text/plain; charset=utf-8", b"ok\n")
         elif path == "/" and self.server.page is not None:
             try:
                 body = self.server.page()
@@ -99,7 +107,7 @@ class _Routes(BaseHTTPRequestHandler):
                 return
             self._send(200, "text/html; charset=utf-8", body)
         else:
-            self._send(404, "text/plain; charset=utf-8", b"not found: try /metrics or /\n")
+            self._send(404, "text/plain; charset=utf-8", b"not found: try /metrics, /healthz or /\n")
 
     def _send(self, code: int, content_type: str, body: bytes) -> None:
         self.send_response(code)
@@ -125,8 +133,8 @@ class _Server6(_Server):
 
 
 class MetricsListener:
-    """Serves /metrics (Prometheus text) and / (the status page ``page`` renders) on a loopback
-    address from a thread; can move or stop."""
+    """Serves /metrics (Prometheus text or OpenMetrics), /healthz and / (the status page ``page``
+    renders) on a loopback address from a thread; can move or stop."""
 
     def __init__(self, page: Callable[[], bytes] | None = None) -> None:
         self.address: tuple[str, int] | None = None

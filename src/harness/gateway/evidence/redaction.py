@@ -29,7 +29,7 @@ _IDENTIFIER_KEY = re.compile(
 )
 """Keys the rule above matches that name an identifier, not a credential (``issue_key``,
 ``project_key``, ``nextPageToken``): their values are kept. Measured on the benign corpus of
-:mod:`harness.testing.benign_args` (bench/redaction.py)."""
+:mod:`devtools.benign_args` (bench/redaction.py)."""
 
 
 def secret_key(name: str) -> bool:

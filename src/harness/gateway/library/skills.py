@@ -16,8 +16,8 @@ from pathlib import Path
 import apsw
 
 from harness.gateway.library.front_matter import LibraryFileError, read_front_matter, text_field
-from harness.projections.tool_ranking import match_expression, query_words
-from harness.projections.tool_words import split_words
+from harness.search.ranking import match_expression, query_words
+from harness.search.words import split_words
 
 log = logging.getLogger("harness.skills")
 

@@ -1,5 +1,5 @@
 """The word tables tool search reads queries with, written out: synonyms, phrasal verbs, product
-abbreviations. Data only; ``tool_words`` parses them (with its stemmer) into ``SYNONYMS``,
+abbreviations. Data only; ``queries`` parses them (with ``words.stem``) into ``SYNONYMS``,
 ``PHRASAL_VERBS`` and ``ALIASES``."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ overflows, bare LF, NUL), bodies shorter or longer than announced, HTTP/2 prefac
 :func:`send` writes one on a fresh connection and reads what comes back: the status of a well-formed
 response, 0 for a close without one, -1 for anything else (bytes that are not an HTTP response, or
 no close within the timeout). :func:`hold` opens half-open connections (a request head that never
-ends, a byte a second) and counts how the endpoint ends them. ``python -m harness.testing.http_fuzz
+ends, a byte a second) and counts how the endpoint ends them. ``python -m devtools.http_fuzz
 hold PORT COUNT SECONDS`` runs :func:`hold` in a process of its own (bench/http_load.py).
 """
 

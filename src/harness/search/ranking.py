@@ -1,7 +1,7 @@
 """The search over ``tool_index``: a query read, its words ranked by bm25, the best reranked by what a
 gateway knows of its fleet.
 
-A search (``search``) reads the query (``tool_words.parse_query``: words, light stems, the
+A search (``search``) reads the query (``queries.parse_query``: words, light stems, the
 operation asked, qualifiers after a preposition, synonyms), looks its words up in ``tool_terms``
 (``vocabulary``: which upstreams they name, how rare each is in tool names), ranks the tools
 matching any of them by bm25 and reranks the best ``WINDOW`` (``_rerank``): by the share of the
@@ -10,7 +10,7 @@ the name's object words the query says, and whether the name's operation fits th
 bm25 is FTS5's, computed from a per-connection ``_Snapshot`` of ``tool_terms`` and the FTS
 columns' postings (made again when the index changes) rather than by a ``MATCH`` query.
 
-The bm25 column weights (``tool_index.WEIGHTS``) and the rerank's constants below were tuned with
+The bm25 column weights (``documents.WEIGHTS``) and the rerank's constants below were tuned with
 ``bench/tune_search.py`` on query sets written apart from the search (docs/dataset.md); the
 held-out sets of ``bench/tool_search.py`` say which were never tuned on.
 """
@@ -26,20 +26,17 @@ from typing import Any, cast
 
 import apsw
 
-from harness.projections.tool_index import FTS_COLUMNS, LABEL, TOKENIZE, WEIGHTS, ToolHit
-from harness.projections.tool_words import (
-    MAX_QUERY_WORDS,
-    Query,
-    parse_query,
-    verb_match,
-)
+from harness.search.documents import FTS_COLUMNS, LABEL, TOKENIZE, WEIGHTS
+from harness.search.hits import ToolHit
+from harness.search.queries import MAX_QUERY_WORDS, Query, parse_query
+from harness.search.words import verb_match
 
 __all__ = ["Vocabulary", "match_expression", "query_words", "search", "vocabulary", "warm", "warmed"]
 
 
 def query_words(query: str) -> list[str]:
     """The words a plain FTS5 search of ``query`` looks for (the skill library's): the terms of
-    ``tool_words.parse_query``, its joined words and its verb (a tool search matches that by
+    ``queries.parse_query``, its joined words and its verb (a tool search matches that by
     operation instead, and looks for joined words only when a tool name says them)."""
     parsed = parse_query(query)
     words = [*parsed.terms, *parsed.joined, *([parsed.verb] if parsed.verb else [])]
@@ -77,7 +74,7 @@ SUMMARY_CREDIT = 0.67
 """What a query word said only by the first sentence of the description counts, against the name."""
 
 OPERATION_BOOST = 0.1
-"""The weight of ``tool_words.operation_match`` (-0.5 to 1)."""
+"""The weight of ``words.operation_match`` (-0.5 to 1)."""
 
 PLURAL_BOOST = 0.03
 """Added when the tool's name holds a word the query says in the plural, as the query says it."""

@@ -1,10 +1,10 @@
-"""Synthetic but realistic event streams, for tests, benchmarks and the notebook's sample store.
+"""Sample stores: synthetic but realistic event streams, for a notebook, a benchmark or a test.
 
 A day in the life of a gateway: a daemon start, upstreams started with their catalogues, harness
 runs with sessions, and calls whose tools, latencies, sizes and outcomes follow per-harness and
 per-upstream distributions; some calls are preceded by a ``search_tools`` call and its
 ``tool_search.completed`` event. Deterministic for a given seed. No I/O: feed the events to a
-``LogWriterActor`` (or ``write_store``) to get a store.
+``LogWriterActor`` to get a store.
 """
 
 from __future__ import annotations
