@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import secrets
 import shutil
@@ -12,13 +13,14 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pykka
 
 from harness.actors.policy import ForgetToken, RegisterToken
-from harness.config import Config, HarnessConfig, config_hash, parse_env_file
+from harness.config import Config, ConfigError, HarnessConfig, config_hash, parse_env_file
 from harness.events import Attribution, Event, HarnessExited, HarnessSpawned, HarnessStateChanged
 from harness.gateway.actor_bridge import ask
 from harness.gateway.harnesses.adapters import Spawn, wire
@@ -28,6 +30,8 @@ from harness.gateway.harnesses.survivors import RunningRecord
 from harness.gateway.processes import BoundedLog, minimal_env, signal_group, stop_group
 from harness.rules.restarts import SupervisorState, exited, initialized
 from harness.rules.routing import Identity
+
+log = logging.getLogger("harness.daemon")
 
 RESTART_DELAY_S = 1.0
 """A failed harness's first restart delay; it doubles per restart (the upstreams' default and policy)."""
@@ -101,24 +105,25 @@ class HarnessSpawner:
     def __init__(
         self,
         *,
-        config: Config,
+        config: Callable[[], Config],
         socket_path: Path,
         log_dir: Path,
         clients_dir: Path,
         policy: pykka.ActorRef[Any],
         emit: Callable[[Event], None],
         top_tools: Callable[[str, int], Awaitable[tuple[tuple[str, str], ...]]] | None = None,
-        respawn: Callable[[HarnessConfig], Awaitable[object]] | None = None,
         record: RunningRecord | None = None,
         scrub: Callable[[str], str] | None = None,
     ) -> None:
         """``record`` keeps the running harnesses in the state dir, for a daemon after a crash;
-        ``scrub`` redacts the daemon's held secrets from what a harness prints before it is logged."""
-        self.config = config
+        ``scrub`` redacts the daemon's held secrets from what a harness prints before it is logged;
+        ``config`` reads the running configuration."""
+        self._config = config
         self._record = record
         self._scrub = scrub
-        self._respawn = respawn or self.spawn
         self._top_tools = top_tools
+        self._respawn: Callable[[HarnessConfig], Awaitable[object]] = partial(self.start, keep_history=True)
+        """The supervisor's restart: keeps the restart history."""
         self._socket = socket_path.absolute()
         self._log_dir = log_dir
         self._clients_dir = clients_dir
@@ -133,6 +138,11 @@ class HarnessSpawner:
         """Each harness's restart history (the upstreams' policy: rules.restarts)."""
         self._restarts: dict[str, asyncio.Task[None]] = {}
         """Restarts waiting out their backoff, or past it and starting the process."""
+
+    @property
+    def config(self) -> Config:
+        """The running configuration (read at each spawn: a reload applies from the next one)."""
+        return self._config()
 
     def state_of(self, name: str) -> str:
         """``running``, ``restarting`` (waiting out a backoff), ``failed`` (restarted too often),
@@ -163,6 +173,23 @@ class HarnessSpawner:
     def log_path(self, name: str) -> Path:
         """Where a harness's output goes (rolled over to ``<name>.log.1`` past 1 MiB)."""
         return self._log_dir / f"{name}.log"
+
+    async def start(self, cfg: HarnessConfig, *, keep_history: bool = False) -> None:
+        """:meth:`spawn`, or one line in the daemon's log saying why the harness cannot start."""
+        where = f"harness.{cfg.name} in {', '.join(map(str, self.config.files)) or 'the configuration'}"
+        if cfg.workdir is not None and not cfg.workdir.is_dir():
+            log.error(
+                "harness %s: not started: workdir %s is not a folder (%s)", cfg.name, cfg.workdir, where
+            )
+            return
+        try:
+            await self.spawn(cfg, keep_history=keep_history)
+        except ConfigError as exc:
+            log.error("harness %s: not started: env_file %s (%s)", cfg.name, exc, where)
+        except OSError as exc:
+            log.error(
+                "harness %s: cannot start %s: %s (%s)", cfg.name, cfg.argv[0], exc.strerror or exc, where
+            )
 
     async def spawn(self, cfg: HarnessConfig, *, keep_history: bool = False) -> HarnessProcess:
         """Start one harness process with its minimal environment plus the gateway wiring.
