@@ -101,6 +101,22 @@ def _on_loop(deliver: Deliver) -> Deliver:
     return hop
 
 
+def wiring_table() -> dict[str, list[dict[str, Any]]]:
+    """The table as JSON: the subscriptions in delivery order, then the hand-offs."""
+    return {
+        "subscriptions": [
+            {
+                "events": [kind.STORED_NAME for kind in entry.events],
+                "subscriber": entry.subscriber,
+                "runs_on": entry.runs_on,
+                "does": entry.does,
+            }
+            for entry in SUBSCRIPTIONS
+        ],
+        "hand_offs": [dict(zip(("from", "what", "to", "threads"), row, strict=True)) for row in HAND_OFFS],
+    }
+
+
 def wiring_lines() -> list[str]:
     """The table as text: one line per subscription, then the hand-offs."""
     lines = ["bus subscriptions (event -> subscriber, where it runs: what it does):"]
