@@ -21,20 +21,16 @@ from harness import __version__
 from harness.actors.asking import Barrier
 from harness.actors.bus import EventBus
 from harness.actors.log_stall import LogHealth
-from harness.actors.log_writer import Compact, EventIntake, LogWriterActor, intake_capacity
-from harness.actors.policy import ApplyConfig, PolicyActor
+from harness.actors.log_writer import EventIntake, LogWriterActor, intake_capacity
+from harness.actors.policy import PolicyActor
 from harness.actors.snapshots import Published
 from harness.config import Config, default_config_path
-from harness.events import DaemonStarted, DaemonStopped, Event, HarnessExited
+from harness.events import DaemonStarted, DaemonStopped, Event
 from harness.gateway.actor_bridge import ask
 from harness.gateway.control_plane import ControlPlane
 from harness.gateway.downstream.control_socket import ControlSocket
 from harness.gateway.evidence.known_secrets import KnownSecrets
-from harness.gateway.evidence.metrics import (
-    CALL_LOG_DROPPED,
-    MetricsListener,
-    follow_upstream_events,
-)
+from harness.gateway.evidence.metrics import CALL_LOG_DROPPED, MetricsListener, follow_upstream_events
 from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.evidence.status_source import StatusPage
 from harness.gateway.evidence.telemetry import TelemetrySwitch
@@ -45,6 +41,7 @@ from harness.gateway.harnesses.survivors import RunningRecord, stop_survivors
 from harness.gateway.heap import settle_heap
 from harness.gateway.listeners import Listeners, must_listen
 from harness.gateway.reload import Reload, approved
+from harness.gateway.retention import keep_retention
 from harness.gateway.running_config import ConfigHolder
 from harness.gateway.sessions import SessionRoster
 from harness.gateway.state_dir import DaemonLock, StatePaths
@@ -56,8 +53,6 @@ from harness.rules.scope import exposed_upstreams
 from harness.store.schema import check_usable
 
 log = logging.getLogger("harness.daemon")
-
-RETENTION_INTERVAL_S = 3600.0
 
 
 class Daemon:
@@ -112,8 +107,6 @@ class Daemon:
             lambda: self._spawner.running_pids() if self._spawner else {},
         )
 
-    # ---------------------------------------------------------------- what the parts read
-
     @property
     def config(self) -> Config:
         """The running configuration (its one holder: :attr:`holder`)."""
@@ -142,8 +135,6 @@ class Daemon:
         """Starts and stops harness processes (None until the daemon is ready)."""
         return self._spawner
 
-    # ---------------------------------------------------------------- events
-
     def emit(self, event: Event) -> None:
         """Publish an event: the log, then every subscriber of its type (never blocks)."""
         self.bus.publish(event)
@@ -155,20 +146,11 @@ class Daemon:
         if writer is not None:
             self.reader.warm_search(lambda: writer.proxy().wait_flushed().get(timeout=30))
 
-    def _harness_exited(self, event: Event) -> None:
-        """A harness's process ended: its ``shared = false`` instances stop."""
-        assert isinstance(event, HarnessExited)
-        self._in_background(self.unshared.stop_harness(event.harness))
-
-    # ---------------------------------------------------------------- sessions
-
     async def restart_harness(self, name: str) -> None:
         """Stop a harness and spawn it again with a fresh token and run."""
         assert self._spawner is not None
         await self._spawner.stop([name])
         await self._spawner.start(self.config.harnesses[name])
-
-    # ---------------------------------------------------------------- life
 
     async def run(self, ready: Any = None) -> int:
         """Serve until SIGTERM/SIGINT; return the exit code."""
@@ -201,7 +183,7 @@ class Daemon:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop, sig.name)
-        loop.add_signal_handler(signal.SIGHUP, self._hangup)
+        loop.add_signal_handler(signal.SIGHUP, lambda: self._in_background(self._reload_quietly()))
         self._writer = writer = LogWriterActor.start(self.paths.db, self.intake, health=self.log_health)
         self.intake.attach(writer)
         self._policy = self.directory.policy = PolicyActor.start(config, self.routing, self.roster.published)
@@ -211,18 +193,12 @@ class Daemon:
                 "metrics": follow_upstream_events,
                 "telemetry": self.telemetry,
                 "policy": self._policy,
-                "unshared upstreams": self._harness_exited,
+                "unshared upstreams": self.directory.harness_exited,
                 "search": self._catalogue_fetched,
             },
         )
-        self.emit(
-            DaemonStarted(
-                ts=time.time(),
-                pid=os.getpid(),
-                version=__version__,
-                config_files=tuple(map(str, config.files)),
-            )
-        )
+        files = tuple(map(str, config.files))
+        self.emit(DaemonStarted(ts=time.time(), pid=os.getpid(), version=__version__, config_files=files))
         running = RunningRecord(self.paths.running)  # a crashed daemon's harnesses: stopped first
         for stopped in await asyncio.to_thread(stop_survivors, running):
             log.warning("%s", stopped.line)
@@ -235,7 +211,14 @@ class Daemon:
         must_listen(self.listeners.serve_metrics(config.mcp))
         await self.telemetry.apply(config.mcp.export_telemetry)
         self._orphans = adopt_orphans()  # before harnesses start: their orphans stay in our tree
-        self._server = await self._listen()
+        self._server = await ControlSocket(  # bridges and the CLI, attributed and capped
+            new_session=self.roster.new_session,
+            on_session=self.sessions.add,
+            control=self.control.answer,
+            identities=lambda: self.routing.current.identities,
+            exposed=self.exposed,
+            harness_pids=lambda: self._spawner.running_pids() if self._spawner else {},
+        ).serve(self.paths.socket)
         must_listen(await self.listeners.serve_http(config.mcp))
         self._spawner = HarnessSpawner(
             config=lambda: self.config,
@@ -251,18 +234,7 @@ class Daemon:
         for cfg in config.harnesses.values():
             if cfg.autostart:
                 await self._spawner.start(cfg)
-        self._in_background(self._retention())
-
-    async def _retention(self) -> None:
-        """Remove events and call-log rows older than ``call_log_days``: at start, then hourly.
-
-        The writer runs each compaction in its own thread, draining calls between its steps.
-        """
-        while True:
-            if self._writer is not None:
-                cutoff = time.time() - self.config.mcp.call_log_days * 86_400
-                self._writer.tell(Compact(older_than=cutoff))
-            await asyncio.sleep(RETENTION_INTERVAL_S)
+        self._in_background(keep_retention(writer, lambda: self.config.mcp.call_log_days))
 
     def _in_background(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """``work`` as a task the daemon's stop cancels."""
@@ -270,21 +242,6 @@ class Daemon:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
-
-    async def _listen(self) -> asyncio.AbstractServer:
-        """The control socket: bridges and the CLI, attributed and capped (docs/control-socket.md)."""
-        control_socket = ControlSocket(
-            new_session=self.roster.new_session,
-            on_session=self.sessions.add,
-            control=self.control.answer,
-            identities=lambda: self.routing.current.identities,
-            exposed=self.exposed,
-            harness_pids=lambda: self._spawner.running_pids() if self._spawner else {},
-        )
-        return await control_socket.serve(self.paths.socket)
-
-    def _hangup(self) -> None:
-        self._in_background(self._reload_quietly())
 
     async def _reload_quietly(self) -> None:
         with contextlib.suppress(Exception):  # reload() already said why; the running configuration stays
@@ -296,18 +253,8 @@ class Daemon:
         policy, spawner = self._policy, self._spawner
         assert policy is not None and spawner is not None
         async with self._reloading:
-            return await Reload(
-                config_path=self.config_path,
-                state_dir=self.paths.root,
-                holder=self.holder,
-                listeners=self.listeners,
-                own_tools=self.own_tools,
-                upstreams=self.directory,
-                spawner=spawner,
-                apply_telemetry=lambda: self.telemetry.apply(self.config.mcp.export_telemetry),
-                apply_policy=lambda new: ask(policy, ApplyConfig(new)),
-                emit=self.emit,
-            ).run()
+            parts = (self.holder, self.listeners, self.own_tools, self.directory, spawner, self.telemetry)
+            return await Reload(self.config_path, self.paths.root, *parts, policy, self.emit).run()
 
     def request_stop(self, reason: str = "requested") -> None:
         """Begin a clean stop."""

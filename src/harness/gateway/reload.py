@@ -13,14 +13,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pykka
+
+from harness.actors.policy import ApplyConfig
 from harness.config import Config, ConfigError, load_config
 from harness.config.approvals import approved_only, read_approvals, unapproved_hint
 from harness.events import ConfigReloaded, Event
+from harness.gateway.actor_bridge import ask
+from harness.gateway.evidence.telemetry import TelemetrySwitch
 from harness.gateway.facade import GatewayTools, read_libraries
 from harness.gateway.harnesses.spawner import HarnessSpawner
 from harness.gateway.heap import resettle_heap
@@ -52,8 +57,8 @@ class Reload:
     own_tools: GatewayTools
     upstreams: UpstreamDirectory
     spawner: HarnessSpawner
-    apply_telemetry: Callable[[], Awaitable[None]]
-    apply_policy: Callable[[Config], Awaitable[Any]]
+    telemetry: TelemetrySwitch
+    policy: pykka.ActorRef[Any]
     emit: Callable[[Event], None]
 
     async def run(self) -> dict[str, Any]:
@@ -65,12 +70,12 @@ class Reload:
             raise
         old = self.holder.switch(new, unapproved)
         failed = self.listeners.serve_metrics(new.mcp)
-        await self.apply_telemetry()
+        await self.telemetry.apply(new.mcp.export_telemetry)
         failed += await self.listeners.serve_http(new.mcp)
         for line in failed:
             log.error("reload: %s (the rest of the configuration applies)", line)
         self.own_tools.use(await asyncio.to_thread(read_libraries, new))
-        await self.apply_policy(new)
+        await ask(self.policy, ApplyConfig(new))
         changed, not_up = await self.upstreams.reconcile(old, new)
         for name, cfg in new.harnesses.items():
             if name not in old.harnesses and cfg.autostart:

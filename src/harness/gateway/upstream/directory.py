@@ -18,7 +18,7 @@ from harness.actors.breaker import BreakerActor
 from harness.actors.snapshots import Published
 from harness.actors.upstream import UpstreamActor
 from harness.config import Config, UpstreamConfig
-from harness.events import Event, ToolCatalogFetched
+from harness.events import Event, HarnessExited, ToolCatalogFetched
 from harness.gateway.processes import BoundedLog
 from harness.gateway.upstream.admission import BreakerGate
 from harness.gateway.upstream.link import UpstreamLink
@@ -127,6 +127,11 @@ class UpstreamDirectory:
             upstream.begin()
         probes = [self._background(self._catalogue_unshared(t)) for t in tables if not t.shared]
         return await wait_first_attempts(started, probes)
+
+    def harness_exited(self, event: Event) -> None:
+        """A harness's process ended: its ``shared = false`` instances stop."""
+        assert isinstance(event, HarnessExited)
+        self._background(self.unshared.stop_harness(event.harness))
 
     async def stop_instance(self, upstream: SupervisedUpstream) -> None:
         """Stop its process, then its actors."""
