@@ -213,15 +213,7 @@ class HarnessSpawner:
         attribution = Attribution(
             harness=cfg.name, run_id=run_id, adapter=cfg.harness, model=cfg.model, config_hash=chash
         )
-        identity = Identity(
-            attribution=attribution,
-            trace_id=trace_id,
-            policy=policy.name if policy else "",
-            allow=frozenset(cfg.mcp_allow),
-            top_tools=top,
-            exposure=exposure,
-            project=self.config.project_of(cfg.name),
-        )
+        identity = Identity(attribution, trace_id, "", frozenset(), top).under(self.config)
         own = parse_env_file(cfg.env_file) if cfg.env_file else {}
         env = minimal_env(own, path_first=self._bin_dir)
         env.update(
