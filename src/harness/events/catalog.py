@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from harness.events.base import Event, stored
-from harness.vocabulary import Outcome, Tier, UpstreamStatus
+from harness.vocabulary import HarnessRestart, Outcome, Tier, UpstreamStatus
 
 
 @stored
@@ -155,7 +153,7 @@ class HarnessStateChanged(Event):
     run_id: str
     """The run that ended."""
 
-    state: Literal["restarting", "failed"]
+    state: HarnessRestart
     """`restarting`: a new run starts after `delay_s`; `failed`: it failed too often (more than 5
     restarts within 60 s) and stays down until `harness start` or `harness restart`."""
 

@@ -30,6 +30,7 @@ from harness.gateway.harnesses.survivors import RunningRecord
 from harness.gateway.processes import BoundedLog, minimal_env, signal_group, stop_group
 from harness.rules.restarts import SupervisorState, exited, initialized
 from harness.rules.routing import Identity
+from harness.vocabulary import HarnessState
 
 log = logging.getLogger("harness.daemon")
 
@@ -71,7 +72,7 @@ class HarnessProcess:
         return not self.protocol.exited.is_set()
 
     @property
-    def state(self) -> str:
+    def state(self) -> HarnessState:
         """``running``, ``stopped`` (by the daemon) or ``exited`` (on its own)."""
         if self.running:
             return "running"
@@ -144,9 +145,8 @@ class HarnessSpawner:
         """The running configuration (read at each spawn: a reload applies from the next one)."""
         return self._config()
 
-    def state_of(self, name: str) -> str:
-        """``running``, ``restarting`` (waiting out a backoff), ``failed`` (restarted too often),
-        ``stopped`` (by the daemon, or never started) or ``exited`` (on its own, with status 0)."""
+    def state_of(self, name: str) -> HarnessState:
+        """Where the harness is (:data:`~harness.vocabulary.HarnessState`)."""
         proc = self.processes.get(name)
         if proc is not None and proc.running:
             return "running"
