@@ -86,7 +86,9 @@ class UpstreamExited(Event):
     """Its exit status (negative: killed by that signal); null if unknown."""
 
     reason: str
-    """`stopped` (the daemon stopped it) or `exited` (it ended on its own; a restart follows)."""
+    """`stopped`: the daemon stopped it for good (its `upstream.state_changed` says why); the
+    restart's reason (`restart requested`); else why it ended on its own, a restart following:
+    `exited with code N: <its last stderr lines>`, `killed by signal N`, `cannot start: …`."""
 
 
 @stored
@@ -432,7 +434,10 @@ class UpstreamStateChanged(Event):
     """For `restarting`: seconds until the next start."""
 
     reason: str
-    """Why: `initialized`, `exited`, `flapping`, `restart requested`, `reload`, `daemon stopping`."""
+    """Why: `initialized` (up), `exited` (restarting), `flapping` (failed), the restart's reason
+    (`restart requested`), or for `stopped`: `daemon stopping`, `reload` (a reload removed or
+    changed its table), `harness exited` (a `shared = false` instance's harness ended),
+    `catalogue probed` (an instance started only to read the catalogue)."""
 
 
 @stored

@@ -26,6 +26,7 @@ from harness.gateway.upstream.supervised import StopsUnderWay, SupervisedUpstrea
 from harness.gateway.upstream.transports import connector
 from harness.gateway.upstream.unshared import UnsharedUpstreams
 from harness.rules.breaker import CLOSED
+from harness.vocabulary import StopReason
 
 log = logging.getLogger("harness.daemon")
 
@@ -114,7 +115,7 @@ class UpstreamDirectory:
         changed = sorted(n for n in names if old.upstreams.get(n) != new.upstreams.get(n))
         stopping = [self.shared.pop(n) for n in changed if n in self.shared]
         await self._retiring.run(
-            *(self.stop_instance(up) for up in stopping),
+            *(self.stop_instance(up, "reload") for up in stopping),
             *(self.unshared.stop_upstream(n) for n in changed),
         )
         tables = [new.upstreams[name] for name in changed if name in new.upstreams]
@@ -133,9 +134,11 @@ class UpstreamDirectory:
         assert isinstance(event, HarnessExited)
         self._background(self.unshared.stop_harness(event.harness))
 
-    async def stop_instance(self, upstream: SupervisedUpstream) -> None:
+    async def stop_instance(
+        self, upstream: SupervisedUpstream, reason: StopReason = "daemon stopping"
+    ) -> None:
         """Stop its process, then its actors."""
-        await upstream.stop()
+        await upstream.stop(reason)
         actors = self._actors.pop(upstream, ())
         await asyncio.to_thread(lambda: [actor.stop(timeout=5) for actor in actors if actor.is_alive()])
 
