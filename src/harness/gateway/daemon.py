@@ -18,15 +18,14 @@ from typing import Any
 import pykka
 
 from harness import __version__
-from harness.actors.asking import Barrier
+from harness.actors.asking import Barrier, ask, ask_from_thread
 from harness.actors.bus import EventBus
 from harness.actors.log_stall import LogHealth
-from harness.actors.log_writer import EventIntake, LogWriterActor, intake_capacity
+from harness.actors.log_writer import EventIntake, LogWriterActor, WaitFlushed, intake_capacity
 from harness.actors.policy import PolicyActor
 from harness.actors.snapshots import Published
 from harness.config import Config, default_config_path
 from harness.events import DaemonStarted, DaemonStopped, Event
-from harness.gateway.actor_bridge import ask
 from harness.gateway.control_plane import ControlPlane
 from harness.gateway.downstream.control_socket import ControlSocket
 from harness.gateway.evidence.known_secrets import KnownSecrets
@@ -144,7 +143,7 @@ class Daemon:
         writer has committed it, before an agent searches."""
         writer = self._writer
         if writer is not None:
-            self.reader.warm_search(lambda: writer.proxy().wait_flushed().get(timeout=30))
+            self.reader.warm_search(lambda: ask_from_thread(writer, WaitFlushed(), timeout=30))
 
     async def restart_harness(self, name: str) -> None:
         """Stop a harness and spawn it again with a fresh token and run."""
@@ -207,7 +206,7 @@ class Daemon:
             log.warning("upstream %s: %s; ready without it (its tools join when it answers)", key, why)
         # Barrier: the policy actor and the store (tool index) have every catalogue fetched so far.
         await ask(self._policy, Barrier())
-        await asyncio.to_thread(lambda: writer.proxy().wait_flushed().get(timeout=30))
+        await asyncio.wait_for(ask(writer, WaitFlushed()), 30)
         must_listen(self.listeners.serve_metrics(config.mcp))
         await self.telemetry.apply(config.mcp.export_telemetry)
         self._orphans = adopt_orphans()  # before harnesses start: their orphans stay in our tree

@@ -20,11 +20,11 @@ from typing import Any
 
 import pykka
 
+from harness.actors.asking import ask
 from harness.actors.policy import ApplyConfig
 from harness.config import Config, ConfigError, load_config
 from harness.config.approvals import approved_only, read_approvals, unapproved_hint
 from harness.events import ConfigReloaded, Event
-from harness.gateway.actor_bridge import ask
 from harness.gateway.evidence.telemetry import TelemetrySwitch
 from harness.gateway.facade import GatewayTools, read_libraries
 from harness.gateway.harnesses.spawner import HarnessSpawner

@@ -19,10 +19,10 @@ from typing import Any
 
 import pykka
 
+from harness.actors.asking import ask
 from harness.actors.policy import ForgetToken, RegisterToken
 from harness.config import Config, ConfigError, HarnessConfig, config_hash, parse_env_file
 from harness.events import Attribution, Event, HarnessExited, HarnessSpawned, HarnessStateChanged
-from harness.gateway.actor_bridge import ask
 from harness.gateway.harnesses.adapters import Spawn, wire
 from harness.gateway.harnesses.deathsig import dying_with_daemon
 from harness.gateway.harnesses.subreaper import child_groups

@@ -18,9 +18,9 @@ from typing import Any
 import pykka
 
 from harness import __version__
+from harness.actors.asking import ask, tell_then
 from harness.actors.upstream import Exited, Initialized, Restarted, Stopped
 from harness.events import Event, ToolCatalogFetched, UpstreamExited, UpstreamStarted
-from harness.gateway.actor_bridge import ask, tell_then
 from harness.gateway.processes import BoundedLog
 from harness.gateway.upstream.catalogue import MAX_TOOLS, check_catalogue
 from harness.gateway.upstream.link import INIT_TIMEOUT_S, UpstreamLink
