@@ -123,9 +123,7 @@ class ControlPlane:
 
     def _harness_state(self, name: str) -> tuple[HarnessState, Any]:
         spawner = self._fleet.spawner
-        if spawner is None:
-            return "stopped", None
-        return spawner.state_of(name), spawner.processes.get(name)
+        return ("stopped", None) if spawner is None else (spawner.state_of(name), spawner.processes.get(name))
 
     def _session_count(self, harness: str) -> int:
         return sum(1 for s in self._fleet.sessions if s.identity.harness == harness)
