@@ -99,6 +99,7 @@ class Daemon:
             own=self.own_tools,
         )
         self.sessions = self.roster.live
+        self.directory.hooks = self.roster.link_hooks()
         self.listeners = Listeners(
             MetricsListener(StatusPage(lambda: self._loop, self.control.status, self.paths.db, self._scrub)),
             self.roster.http_session,

@@ -48,9 +48,10 @@ class SessionRoster:
         self.live: set[DownstreamSession] = set()
         self.subscriptions = Subscriptions()
         self.log_relay = LogRelay(self._audience)
-        upstreams.hooks = LinkHooks(
-            self.subscriptions.updated, self._resources_changed, self.log_relay.message
-        )
+
+    def link_hooks(self) -> LinkHooks:
+        """What an upstream's wire tells the sessions it serves (resource updates, list changes, logs)."""
+        return LinkHooks(self.subscriptions.updated, self._resources_changed, self.log_relay.message)
 
     def new_session(
         self, token: str | None, send: Any, bridge_version: int, transport: str = "stdio-bridge"

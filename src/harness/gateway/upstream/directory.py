@@ -58,7 +58,7 @@ class UpstreamDirectory:
         self._emit = emit
         self._scrub = scrub
         self.hooks = LinkHooks(lambda _l, _u: None, lambda _l: None, lambda _l, _p: None)
-        """What new instances' wires tell the sessions (set by the session roster)."""
+        """What new instances' wires tell the sessions (the daemon sets the session roster's)."""
         self._kept_catalogue = kept_catalogue
         self._background = background
         self.policy: pykka.ActorRef[Any] | None = None
