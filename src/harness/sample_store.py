@@ -19,7 +19,7 @@ from typing import Any
 
 from harness import events as ev
 from harness.naming import called_name, exposed_name
-from harness.vocabulary import Outcome
+from harness.vocabulary import Outcome, UpstreamStatus
 
 DEFAULT_CATALOGS: dict[str, list[dict[str, Any]]] = {
     "git": [
@@ -90,6 +90,7 @@ class SyntheticLog:
             yield ev.UpstreamStarted(ts=t, upstream=up, pid=2000 + i, command=f"mcp-server-{up}")
             t += 0.05
             yield _catalog(t, up, self.catalogs[up])
+            yield _state(t, up, "up", "initialized")
         median_ms = {up: 0.5 + 40 * rng.random() ** 2 for up in upstreams}
         prefs = {h: _preferences(rng, self.catalogs, upstreams) for h in self.harnesses}
         runs = {h: _spawn(rng, h, t, i) for i, h in enumerate(self.harnesses)}
@@ -135,12 +136,7 @@ class SyntheticLog:
                 yield from _search(_Turn(rng, t, sid, run), (upstream, tool), self.catalogs)
                 t += 0.002
             if n in crash_at:
-                pid = 3000 + n
-                yield ev.UpstreamExited(ts=t, upstream=upstream, pid=pid, returncode=-9, reason="exited")
-                yield ev.UpstreamStarted(
-                    ts=t + 1.0, upstream=upstream, pid=pid + 1, command=f"mcp-server-{upstream}"
-                )
-                yield _catalog(t + 1.2, upstream, self.catalogs[upstream])
+                yield from _crash(t, upstream, 3000 + n, self.catalogs[upstream])
                 t += 1.3
             outcome = rng.choices(outcomes, weights)[0]
             latency = rng.lognormvariate(math.log(median_ms[upstream]), 0.6)
@@ -162,6 +158,25 @@ def _ending(
     for run in runs.values():
         t += 0.01
         yield ev.HarnessExited(ts=t, harness=run.harness, run_id=run.run_id, pid=run.pid, returncode=0)
+
+
+def _crash(ts: float, upstream: str, pid: int, tools: Sequence[Mapping[str, Any]]) -> Iterator[ev.Event]:
+    """An upstream killed, restarted a second later with a fresh catalogue."""
+    yield ev.UpstreamExited(ts=ts, upstream=upstream, pid=pid, returncode=-9, reason="exited")
+    yield _state(ts, upstream, "restarting", "exited", delay=1.0)
+    yield ev.UpstreamStarted(ts=ts + 1.0, upstream=upstream, pid=pid + 1, command=f"mcp-server-{upstream}")
+    yield _catalog(ts + 1.2, upstream, tools)
+    yield _state(ts + 1.2, upstream, "up", "initialized")
+
+
+def _state(
+    ts: float, upstream: str, state: UpstreamStatus, reason: str, delay: float | None = None
+) -> ev.UpstreamStateChanged:
+    """What the upstream's supervisor says (the ``upstreams`` projection's state)."""
+    restarts = 1 if state == "restarting" else 0
+    return ev.UpstreamStateChanged(
+        ts=ts, upstream=upstream, state=state, restarts=restarts, delay_s=delay, reason=reason
+    )
 
 
 def _catalog(ts: float, upstream: str, tools: Sequence[Mapping[str, Any]]) -> ev.ToolCatalogFetched:

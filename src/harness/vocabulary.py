@@ -24,6 +24,19 @@ Adapter = Literal["generic", "claude-code", "codex", "crush"]
 UpstreamStatus = Literal["starting", "up", "restarting", "failed", "stopped"]
 """Where an upstream is in its supervised life (owned by its ``UpstreamActor``)."""
 
+HarnessState = Literal["running", "exited", "restarting", "failed", "stopped"]
+"""Where a harness is in its supervised life (owned by the ``HarnessSpawner``): ``running``;
+``exited`` on its own with status 0; ``restarting`` (waiting out a backoff); ``failed`` (restarted too
+often); ``stopped`` (by the daemon, or never started)."""
+
+HarnessRestart = Literal["restarting", "failed"]
+"""What a harness's failed exit leads to (``harness.state_changed``)."""
+
+StopReason = Literal["daemon stopping", "reload", "harness exited", "catalogue probed"]
+"""Why the daemon stopped an upstream instance for good (``upstream.state_changed`` to ``stopped``):
+the daemon stops; a reload removed or changed its table; the harness a ``shared = false`` instance
+ran for exited; a probe that only read the catalogue is done."""
+
 BreakerStatus = Literal["closed", "open", "half_open"]
 """An upstream's circuit breaker (owned by its ``BreakerActor``)."""
 

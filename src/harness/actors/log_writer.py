@@ -86,6 +86,11 @@ class _Flush:
 _FLUSH = _Flush()
 
 
+@dataclass(frozen=True)
+class WaitFlushed:
+    """Command: drain everything emitted so far; answered with the last committed position."""
+
+
 class _Retry:
     """Message: try the held group again (the retry timer's)."""
 
@@ -286,6 +291,8 @@ class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
                 self._wait_for_group()  # the wake flag stays set: the intake tells again only when full
             self._drain()
             return None
+        if isinstance(message, WaitFlushed):
+            return self.wait_flushed()
         if isinstance(message, Compact):
             try:
                 return self.compact(message.older_than)

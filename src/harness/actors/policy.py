@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -113,17 +113,7 @@ class PolicyActor(AnswersAsks, pykka.ThreadingActor):
     def _apply(self, config: Config) -> None:
         self._config = config
         self._catalogs = {k: v for k, v in self._catalogs.items() if k in config.upstreams}
-        for token, ident in list(self._identities.items()):
-            table = config.harnesses.get(ident.harness or "")
-            if table is not None:
-                policy = config.policy_for(table.name)
-                self._identities[token] = replace(
-                    ident,
-                    policy=policy.name if policy else "",
-                    allow=frozenset(table.mcp_allow),
-                    exposure=config.exposure_for(table.name),
-                    project=config.project_of(table.name),
-                )
+        self._identities = {token: ident.under(config) for token, ident in self._identities.items()}
         self._rebuild_views()
         self._publish()
 

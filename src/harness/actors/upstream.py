@@ -21,7 +21,7 @@ from harness.actors.snapshots import Published
 from harness.events import Event, UpstreamStateChanged
 from harness.rules.facts import AtTime
 from harness.rules.restarts import Decision, SupervisorState, exited, initialized, reset
-from harness.vocabulary import UpstreamStatus
+from harness.vocabulary import StopReason, UpstreamStatus
 
 
 class Initialized(AtTime):
@@ -45,7 +45,9 @@ class Restarted:
 
 @dataclass(frozen=True, slots=True)
 class Stopped:
-    """Fact: the daemon stopped the upstream for good."""
+    """Fact: the daemon stopped the upstream for good, and why."""
+
+    reason: StopReason = "daemon stopping"
 
 
 class UpstreamStatistics(BaseModel):
@@ -103,7 +105,7 @@ class UpstreamActor(AnswersAsks, pykka.ThreadingActor):
             return None
         if isinstance(message, Stopped):
             self._state = SupervisorState(status="stopped")
-            self._changed("daemon stopping")
+            self._changed(message.reason)
             return None
         raise TypeError(f"UpstreamActor: unhandled message {message!r}")
 

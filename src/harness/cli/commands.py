@@ -177,6 +177,11 @@ def _control_parsers(sub: Any) -> None:
         epilog=_GLOBAL_HELP,
     )
     doctor.add_argument("--json", action="store_true", help="one JSON object")
+    doctor.add_argument(
+        "--wiring",
+        action="store_true",
+        help="print every bus subscription of the daemon and the thread it runs on, then exit",
+    )
 
 
 def _log_lines(text: str) -> int:
@@ -520,8 +525,10 @@ def _cmd_logs(ns: argparse.Namespace, g: Globals) -> int:
 
 
 def _cmd_doctor(ns: argparse.Namespace, g: Globals) -> int:
-    from harness.cli.doctor import run_doctor
+    from harness.cli.doctor import print_wiring, run_doctor
 
+    if ns.wiring:
+        return print_wiring(as_json=ns.json)
     return run_doctor(g, as_json=ns.json)
 
 

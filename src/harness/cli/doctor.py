@@ -424,3 +424,14 @@ def print_report(report: Report) -> None:
     print(f"{len(problems)} problem{'s' if len(problems) != 1 else ''}:")
     for text in problems:
         print(f"  - {text}")
+
+
+def print_wiring(*, as_json: bool) -> int:
+    """The daemon's bus wiring, as declared in :mod:`harness.gateway.wiring` (no daemon needed)."""
+    from harness.gateway.wiring import wiring_lines, wiring_table
+
+    if as_json:
+        print(json.dumps(wiring_table(), ensure_ascii=False))
+    else:
+        print("\n".join(wiring_lines()))
+    return 0

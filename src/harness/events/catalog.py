@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from harness.events.base import Event, stored
-from harness.vocabulary import Outcome, Tier, UpstreamStatus
+from harness.vocabulary import HarnessRestart, Outcome, Tier, UpstreamStatus
 
 
 @stored
@@ -88,7 +86,9 @@ class UpstreamExited(Event):
     """Its exit status (negative: killed by that signal); null if unknown."""
 
     reason: str
-    """`stopped` (the daemon stopped it) or `exited` (it ended on its own; a restart follows)."""
+    """`stopped`: the daemon stopped it for good (its `upstream.state_changed` says why); the
+    restart's reason (`restart requested`); else why it ended on its own, a restart following:
+    `exited with code N: <its last stderr lines>`, `killed by signal N`, `cannot start: …`."""
 
 
 @stored
@@ -155,7 +155,7 @@ class HarnessStateChanged(Event):
     run_id: str
     """The run that ended."""
 
-    state: Literal["restarting", "failed"]
+    state: HarnessRestart
     """`restarting`: a new run starts after `delay_s`; `failed`: it failed too often (more than 5
     restarts within 60 s) and stays down until `harness start` or `harness restart`."""
 
@@ -434,7 +434,10 @@ class UpstreamStateChanged(Event):
     """For `restarting`: seconds until the next start."""
 
     reason: str
-    """Why: `initialized`, `exited`, `flapping`, `restart requested`, `reload`, `daemon stopping`."""
+    """Why: `initialized` (up), `exited` (restarting), `flapping` (failed), the restart's reason
+    (`restart requested`), or for `stopped`: `daemon stopping`, `reload` (a reload removed or
+    changed its table), `harness exited` (a `shared = false` instance's harness ended),
+    `catalogue probed` (an instance started only to read the catalogue)."""
 
 
 @stored

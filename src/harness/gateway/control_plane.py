@@ -27,6 +27,7 @@ from harness.gateway.upstream.supervised import SupervisedUpstream
 from harness.gateway.upstream.unshared import UnsharedUpstreams, label
 from harness.rules.access import OPERATOR, Caller, check
 from harness.rules.scope import listed, may_see_harness, may_see_upstream, sees_siblings, unseen
+from harness.vocabulary import HarnessState
 
 DEFAULT_LOG_LINES = 50
 MAX_LOG_LINES = 10_000
@@ -120,11 +121,9 @@ class ControlPlane:
 
     # ---------------------------------------------------------------- read
 
-    def _harness_state(self, name: str) -> tuple[str, Any]:
+    def _harness_state(self, name: str) -> tuple[HarnessState, Any]:
         spawner = self._fleet.spawner
-        if spawner is None:
-            return "stopped", None
-        return spawner.state_of(name), spawner.processes.get(name)
+        return ("stopped", None) if spawner is None else (spawner.state_of(name), spawner.processes.get(name))
 
     def _session_count(self, harness: str) -> int:
         return sum(1 for s in self._fleet.sessions if s.identity.harness == harness)

@@ -1,9 +1,10 @@
 """The ``upstreams`` projection: the current state of each upstream, one row each.
 
-States: ``starting`` (process spawned, no catalogue yet), ``up`` (initialize and tools/list
-answered), ``restarting`` (it exited on its own; the daemon restarts it after ``restart_delay``),
-``stopped`` (the daemon stopped it, or the daemon itself (re)started and has not started it yet),
-``failed`` (it restarted too often; supervision gave up until ``harness restart`` or a reload).
+``state`` is its supervisor's, folded from ``upstream.state_changed`` (``up``, ``restarting``,
+``failed``, ``stopped``, ``starting`` after a requested restart); the process facts add only what
+the supervisor does not say: a spawn (``upstream.started``) is ``starting`` with its pid, a new
+daemon (``daemon.started``) runs nothing yet (``stopped``). An exit sets ``pid`` and
+``last_exit_code``; ``restarts`` counts the supervisor's ``restarting`` (an exit it did not ask for).
 ``breaker`` follows ``circuit.opened`` / ``circuit.closed``.
 
 To extend: add the stored name to ``handles`` and a method to ``_HANDLERS``; each handler gets one
@@ -34,7 +35,7 @@ CREATE TABLE upstreams(
     upstream         TEXT PRIMARY KEY,
     state            TEXT    NOT NULL,  -- starting | up | restarting | failed | stopped
     pid              INTEGER,           -- the current (or last) process
-    restarts         INTEGER NOT NULL,  -- starts that followed an exit the daemon did not ask for
+    restarts         INTEGER NOT NULL,  -- exits the daemon did not ask for, each followed by a restart
     last_exit_code   INTEGER,
     tool_count       INTEGER,           -- from the latest catalogue
     protocol_version TEXT,              -- from the latest catalogue
@@ -59,20 +60,18 @@ def _set(cursor: apsw.Cursor, upstream: str, ts: float, assignments: str, values
 
 def _started(cursor: apsw.Cursor, ev: Event) -> None:
     assert isinstance(ev, UpstreamStarted)
-    changes = "restarts = restarts + (state = 'restarting'), state = 'starting', pid = ?"
-    _set(cursor, ev.upstream, ev.ts, changes, (ev.pid,))
+    _set(cursor, ev.upstream, ev.ts, "state = 'starting', pid = ?", (ev.pid,))
 
 
 def _catalog(cursor: apsw.Cursor, ev: Event) -> None:
     assert isinstance(ev, ToolCatalogFetched)
-    changes = "state = 'up', tool_count = ?, protocol_version = ?"
+    changes = "tool_count = ?, protocol_version = ?"
     _set(cursor, ev.upstream, ev.ts, changes, (ev.tool_count, ev.protocol_version))
 
 
 def _exited(cursor: apsw.Cursor, ev: Event) -> None:
     assert isinstance(ev, UpstreamExited)
-    state = "stopped" if ev.reason == "stopped" else "restarting"
-    _set(cursor, ev.upstream, ev.ts, "state = ?, pid = ?, last_exit_code = ?", (state, ev.pid, ev.returncode))
+    _set(cursor, ev.upstream, ev.ts, "pid = ?, last_exit_code = ?", (ev.pid, ev.returncode))
 
 
 def _daemon_started(cursor: apsw.Cursor, ev: Event) -> None:
@@ -83,7 +82,8 @@ def _daemon_started(cursor: apsw.Cursor, ev: Event) -> None:
 
 def _state_changed(cursor: apsw.Cursor, ev: Event) -> None:
     assert isinstance(ev, UpstreamStateChanged)
-    _set(cursor, ev.upstream, ev.ts, "state = ?", (ev.state,))
+    changes = "state = ?, restarts = restarts + (? = 'restarting')"
+    _set(cursor, ev.upstream, ev.ts, changes, (ev.state, ev.state))
 
 
 def _breaker(cursor: apsw.Cursor, ev: Event) -> None:
@@ -102,7 +102,7 @@ _HANDLERS: dict[str, Callable[[apsw.Cursor, Event], None]] = {
 }
 
 
-class UpstreamsProjection(Folding, name="upstreams", version=2, handles=_HANDLERS, ddl=_DDL):
+class UpstreamsProjection(Folding, name="upstreams", version=3, handles=_HANDLERS, ddl=_DDL):
     """Folds upstream lifecycle events into one row of current state per upstream."""
 
     def apply(self, envelopes: Sequence[Envelope], cursor: apsw.Cursor) -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 
+from harness.config import Config
 from harness.events.attribution import UNATTRIBUTED as NO_ONE
 from harness.events.attribution import Attribution
 from harness.rules.exposure import EMPTY_VIEW, Route, ToolView
@@ -39,6 +40,22 @@ class Identity:
     def run_id(self) -> str | None:
         """The owner's run at spawn."""
         return self.attribution.run_id
+
+    def under(self, config: Config) -> Identity:
+        """This identity with what ``config`` grants its harness: its policy, ``mcp_allow``,
+        exposure and project (the one derivation, at spawn and on reload); unchanged when ``config``
+        has no such harness."""
+        table = config.harnesses.get(self.harness or "")
+        if table is None:
+            return self
+        policy = config.policy_for(table.name)
+        return replace(
+            self,
+            policy=policy.name if policy else "",
+            allow=frozenset(table.mcp_allow),
+            exposure=config.exposure_for(table.name),
+            project=config.project_of(table.name),
+        )
 
 
 ViewKey = tuple[str, bool, Exposure, Path | None]

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from devtools.sample_call import SAMPLE_SESSION
 from harness.events import ToolCallCompleted
 from harness.gateway.evidence.args_cap import ARGS_CAP_BYTES, CUT, OVERSIZED_KEY
-from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.evidence.redaction import REDACTED, args_as_stored, canonical_json
 
@@ -82,7 +81,6 @@ def test_arguments_whose_structure_alone_is_over_the_cap_are_stored_as_one_marke
 def test_a_recorded_call_says_its_arguments_were_cut_and_their_size():
     events: list[ToolCallCompleted] = []
     recorder = CallRecorder(events.append, "redacted")  # type: ignore[arg-type]
-    recorder.known = KnownSecrets()
     for arguments in ({"text": "short"}, {"content": "é" * 5000, "token": "hunter2"}):
         recorder.record(
             session=SAMPLE_SESSION,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from harness.gateway.daemon import resettle_heap, settle_heap
+from harness.gateway.heap import resettle_heap, settle_heap
 
 
 class Node:

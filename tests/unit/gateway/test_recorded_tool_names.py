@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import time
+from dataclasses import dataclass
 
 import pytest
 
@@ -13,14 +14,26 @@ from devtools.sample_call import SAMPLE_SESSION
 from harness.events import ToolCallCompleted
 from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.evidence.recording import CallRecorder
+from harness.vocabulary import ArgsMode
 
 HELD = "held-Zq81-secret-Vb27x"
 
 
+@dataclass(frozen=True)
+class _Settings:
+    args_mode: ArgsMode
+    known: KnownSecrets
+
+
+@dataclass(frozen=True)
+class _Held:
+    current: _Settings
+
+
 def _recorded(tool: str, outcome: str, mode: str = "redacted") -> ToolCallCompleted:
     events: list[ToolCallCompleted] = []
-    recorder = CallRecorder(events.append, mode)  # type: ignore[arg-type]
-    recorder.known = KnownSecrets([HELD])
+    settings = _Held(_Settings(mode, KnownSecrets([HELD])))  # type: ignore[arg-type]
+    recorder = CallRecorder(events.append, settings=settings)
     recorder.record(
         session=SAMPLE_SESSION,
         upstream="harness",

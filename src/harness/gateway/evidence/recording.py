@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import orjson
 
@@ -36,14 +37,55 @@ def id_text(request_id: Any) -> str | None:
     return None
 
 
+class RecordingSettings(Protocol):
+    """What recording reads from the running configuration."""
+
+    @property
+    def args_mode(self) -> ArgsMode:
+        """``[mcp] call_log_args``."""
+        ...
+
+    @property
+    def known(self) -> KnownSecrets:
+        """The secret values the daemon holds for upstreams."""
+        ...
+
+
+class Settings(Protocol):
+    """Holds the current :class:`RecordingSettings` (replaced on reload)."""
+
+    @property
+    def current(self) -> RecordingSettings:
+        """The settings now."""
+        ...
+
+
+@dataclass(frozen=True)
+class _Recording:
+    args_mode: ArgsMode
+    known: KnownSecrets
+
+
+@dataclass(frozen=True)
+class _Fixed:
+    current: _Recording
+
+
 class CallRecorder:
     """Builds call events and updates the call metrics; hands events to ``emit`` without waiting."""
 
-    def __init__(self, emit: Callable[[Event], None], args_mode: ArgsMode) -> None:
+    def __init__(
+        self,
+        emit: Callable[[Event], None],
+        args_mode: ArgsMode = "redacted",
+        *,
+        settings: Settings | None = None,
+    ) -> None:
+        """``settings``: where the running configuration's settings are read (the daemon's
+        :class:`~harness.gateway.running_config.ConfigHolder`); without it, ``args_mode`` and no
+        known secrets, fixed."""
         self._emit = emit
-        self.args_mode = args_mode
-        self.known = KnownSecrets()
-        """The daemon's own secret values (set from the configuration, at start and on reload)."""
+        self._settings: Settings = settings or _Fixed(_Recording(args_mode, KnownSecrets()))
         self._metric_children: dict[tuple[str, str, str, str], tuple[Count, Observations, Observations]] = {}
 
     def _children(
@@ -64,18 +106,21 @@ class CallRecorder:
     def stored_text(self, text: str, limit: int = 1000) -> str | None:
         """Free text an agent sent to a gateway tool (a search query), as ``call_log_args`` allows
         it to be stored: redacted and capped under ``redacted``, else not at all."""
-        if self.args_mode != "redacted":
+        settings = self._settings.current
+        if settings.args_mode != "redacted":
             return None
-        if self.known.found_in(text):
-            text = self.known.redact(text, REDACTED)
+        known = settings.known
+        if known.found_in(text):
+            text = known.redact(text, REDACTED)
         return redact_text(text)[:limit] if may_hold_secret(text) else text[:limit]
 
     def stored_name(self, name: str, limit: int = 200) -> str:
         """A tool name an agent sent that no catalogue vouches for (a denied call's), as stored in
         every ``call_log_args`` mode: held secrets and secret-looking text redacted, control and
         bidi characters dropped, at most ``limit`` characters."""
-        if self.known.found_in(name):
-            name = self.known.redact(name, REDACTED)
+        known = self._settings.current.known
+        if known.found_in(name):
+            name = known.redact(name, REDACTED)
         if may_hold_secret(name):  # each part on its own: `up__ghp_…` has no word boundary at `ghp_`
             name = "__".join(redact_text(part) for part in name.split("__"))
         return printable(name)[:limit]
@@ -105,7 +150,8 @@ class CallRecorder:
             tool, exposed = self.stored_name(tool), self.stored_name(exposed)
         ident = session.identity
         who = ident.attribution
-        mode = self.args_mode
+        settings = self._settings.current
+        mode = settings.args_mode
         stored_hash = stored_args = size = None
         truncated = False
         if mode != "none":
@@ -113,7 +159,7 @@ class CallRecorder:
             raw = canonical.encode()
             stored_hash, size = hashlib.sha256(raw).hexdigest(), len(raw)
             if mode == "redacted":
-                stored_args, truncated = args_as_stored(arguments, canonical, self.known)
+                stored_args, truncated = args_as_stored(arguments, canonical, settings.known)
         # Every field, in declaration order, of the type declared: the gateway computed each one, so
         # the event skips validation (``Event.trusted``; the recording tests compare it with a
         # validated event byte for byte).

@@ -10,6 +10,7 @@ slow or absent collector costs the calls nothing (what it refuses is dropped and
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import logging
 import os
@@ -216,3 +217,29 @@ class TelemetryExport:
             self._queue.clear()
         self._spans.shutdown()  # type: ignore[no-untyped-call]
         self._logs.shutdown()  # type: ignore[no-untyped-call]
+
+
+class TelemetrySwitch:
+    """The daemon's export, on or off as ``export_telemetry`` says (at start and on each reload);
+    the bus hands it every call event."""
+
+    def __init__(self) -> None:
+        self._export: TelemetryExport | None = None
+
+    def __call__(self, event: Event) -> None:
+        export = self._export
+        if export is not None:
+            export(event)
+
+    async def apply(self, enabled: bool) -> None:
+        """Start the export, or stop it."""
+        if not enabled:
+            await self.stop()
+        elif self._export is None:
+            self._export = TelemetryExport()
+
+    async def stop(self) -> None:
+        """Send what is queued and stop (off the loop: it may wait for the collector)."""
+        export, self._export = self._export, None
+        if export is not None:
+            await asyncio.to_thread(export.close)

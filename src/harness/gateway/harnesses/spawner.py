@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import secrets
 import shutil
@@ -12,15 +13,16 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pykka
 
+from harness.actors.asking import ask
 from harness.actors.policy import ForgetToken, RegisterToken
-from harness.config import Config, HarnessConfig, config_hash, parse_env_file
+from harness.config import Config, ConfigError, HarnessConfig, config_hash, parse_env_file
 from harness.events import Attribution, Event, HarnessExited, HarnessSpawned, HarnessStateChanged
-from harness.gateway.actor_bridge import ask
 from harness.gateway.harnesses.adapters import Spawn, wire
 from harness.gateway.harnesses.deathsig import dying_with_daemon
 from harness.gateway.harnesses.subreaper import child_groups
@@ -28,6 +30,9 @@ from harness.gateway.harnesses.survivors import RunningRecord
 from harness.gateway.processes import BoundedLog, minimal_env, signal_group, stop_group
 from harness.rules.restarts import SupervisorState, exited, initialized
 from harness.rules.routing import Identity
+from harness.vocabulary import HarnessState
+
+log = logging.getLogger("harness.daemon")
 
 RESTART_DELAY_S = 1.0
 """A failed harness's first restart delay; it doubles per restart (the upstreams' default and policy)."""
@@ -67,7 +72,7 @@ class HarnessProcess:
         return not self.protocol.exited.is_set()
 
     @property
-    def state(self) -> str:
+    def state(self) -> HarnessState:
         """``running``, ``stopped`` (by the daemon) or ``exited`` (on its own)."""
         if self.running:
             return "running"
@@ -101,24 +106,25 @@ class HarnessSpawner:
     def __init__(
         self,
         *,
-        config: Config,
+        config: Callable[[], Config],
         socket_path: Path,
         log_dir: Path,
         clients_dir: Path,
         policy: pykka.ActorRef[Any],
         emit: Callable[[Event], None],
         top_tools: Callable[[str, int], Awaitable[tuple[tuple[str, str], ...]]] | None = None,
-        respawn: Callable[[HarnessConfig], Awaitable[object]] | None = None,
         record: RunningRecord | None = None,
         scrub: Callable[[str], str] | None = None,
     ) -> None:
         """``record`` keeps the running harnesses in the state dir, for a daemon after a crash;
-        ``scrub`` redacts the daemon's held secrets from what a harness prints before it is logged."""
-        self.config = config
+        ``scrub`` redacts the daemon's held secrets from what a harness prints before it is logged;
+        ``config`` reads the running configuration."""
+        self._config = config
         self._record = record
         self._scrub = scrub
-        self._respawn = respawn or self.spawn
         self._top_tools = top_tools
+        self._respawn: Callable[[HarnessConfig], Awaitable[object]] = partial(self.start, keep_history=True)
+        """The supervisor's restart: keeps the restart history."""
         self._socket = socket_path.absolute()
         self._log_dir = log_dir
         self._clients_dir = clients_dir
@@ -134,9 +140,13 @@ class HarnessSpawner:
         self._restarts: dict[str, asyncio.Task[None]] = {}
         """Restarts waiting out their backoff, or past it and starting the process."""
 
-    def state_of(self, name: str) -> str:
-        """``running``, ``restarting`` (waiting out a backoff), ``failed`` (restarted too often),
-        ``stopped`` (by the daemon, or never started) or ``exited`` (on its own, with status 0)."""
+    @property
+    def config(self) -> Config:
+        """The running configuration (read at each spawn: a reload applies from the next one)."""
+        return self._config()
+
+    def state_of(self, name: str) -> HarnessState:
+        """Where the harness is (:data:`~harness.vocabulary.HarnessState`)."""
         proc = self.processes.get(name)
         if proc is not None and proc.running:
             return "running"
@@ -164,6 +174,23 @@ class HarnessSpawner:
         """Where a harness's output goes (rolled over to ``<name>.log.1`` past 1 MiB)."""
         return self._log_dir / f"{name}.log"
 
+    async def start(self, cfg: HarnessConfig, *, keep_history: bool = False) -> None:
+        """:meth:`spawn`, or one line in the daemon's log saying why the harness cannot start."""
+        where = f"harness.{cfg.name} in {', '.join(map(str, self.config.files)) or 'the configuration'}"
+        if cfg.workdir is not None and not cfg.workdir.is_dir():
+            log.error(
+                "harness %s: not started: workdir %s is not a folder (%s)", cfg.name, cfg.workdir, where
+            )
+            return
+        try:
+            await self.spawn(cfg, keep_history=keep_history)
+        except ConfigError as exc:
+            log.error("harness %s: not started: env_file %s (%s)", cfg.name, exc, where)
+        except OSError as exc:
+            log.error(
+                "harness %s: cannot start %s: %s (%s)", cfg.name, cfg.argv[0], exc.strerror or exc, where
+            )
+
     async def spawn(self, cfg: HarnessConfig, *, keep_history: bool = False) -> HarnessProcess:
         """Start one harness process with its minimal environment plus the gateway wiring.
 
@@ -186,15 +213,7 @@ class HarnessSpawner:
         attribution = Attribution(
             harness=cfg.name, run_id=run_id, adapter=cfg.harness, model=cfg.model, config_hash=chash
         )
-        identity = Identity(
-            attribution=attribution,
-            trace_id=trace_id,
-            policy=policy.name if policy else "",
-            allow=frozenset(cfg.mcp_allow),
-            top_tools=top,
-            exposure=exposure,
-            project=self.config.project_of(cfg.name),
-        )
+        identity = Identity(attribution, trace_id, "", frozenset(), top).under(self.config)
         own = parse_env_file(cfg.env_file) if cfg.env_file else {}
         env = minimal_env(own, path_first=self._bin_dir)
         env.update(

@@ -16,8 +16,8 @@ from typing import Any
 
 import pykka
 
+from harness.actors.asking import tell_then
 from harness.actors.snapshots import Published
-from harness.gateway.actor_bridge import tell_then
 from harness.rules.breaker import BreakerState, CallFailed, CallSucceeded, ClaimProbe, ProbeAbandoned, admit
 
 log = logging.getLogger(__name__)

@@ -18,14 +18,15 @@ from typing import Any
 import pykka
 
 from harness import __version__
+from harness.actors.asking import ask, tell_then
 from harness.actors.upstream import Exited, Initialized, Restarted, Stopped
 from harness.events import Event, ToolCatalogFetched, UpstreamExited, UpstreamStarted
-from harness.gateway.actor_bridge import ask, tell_then
 from harness.gateway.processes import BoundedLog
 from harness.gateway.upstream.catalogue import MAX_TOOLS, check_catalogue
 from harness.gateway.upstream.link import INIT_TIMEOUT_S, UpstreamLink
 from harness.gateway.upstream.transports import Connect, Transport
 from harness.rules.restarts import Decision
+from harness.vocabulary import StopReason
 
 log = logging.getLogger(__name__)
 
@@ -232,15 +233,16 @@ class SupervisedUpstream:
         await ask(self.supervisor, Restarted(reason))
         await self.start()
 
-    async def stop(self) -> None:
-        """Stop for good (politely: stdin closed, then SIGTERM, then SIGKILL)."""
+    async def stop(self, reason: StopReason = "daemon stopping") -> None:
+        """Stop for good (politely: stdin closed, then SIGTERM, then SIGKILL); ``reason`` goes into
+        its ``upstream.state_changed``."""
         self._stopping = True
         if self._restart is not None:
             self._restart.cancel()
         if self._transport is not None:
             await self._transport.close()
         with contextlib.suppress(pykka.ActorDeadError):
-            await ask(self.supervisor, Stopped())
+            await ask(self.supervisor, Stopped(reason))
         for task in list(self._tasks):
             task.cancel()
         self._log.close()

@@ -21,6 +21,7 @@ from typing import Any
 from harness.config import UpstreamConfig
 from harness.gateway.upstream.link import UpstreamLink
 from harness.gateway.upstream.supervised import StopsUnderWay, SupervisedUpstream
+from harness.vocabulary import StopReason
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ PROBE = ""
 
 Make = Callable[[UpstreamConfig, Path, str], SupervisedUpstream]
 """Builds an instance: (table, working directory, label for its log and actors)."""
-Stop = Callable[[SupervisedUpstream], Awaitable[None]]
+Stop = Callable[[SupervisedUpstream, StopReason], Awaitable[None]]
 
 
 def label(upstream: str, harness: str) -> str:
@@ -55,7 +56,7 @@ class UnsharedUpstreams:
         key = (config.key, harness)
         instance = self.instances.get(key)
         if instance is not None and instance.config != config:  # a reload changed the table
-            self._stopping.begin(self._stop(instance))
+            self._stopping.begin(self._stop(instance, "reload"))
             instance = None
         if instance is None:
             instance = self.instances[key] = self._make(config, self._workdir(harness), label(*key))
@@ -69,29 +70,29 @@ class UnsharedUpstreams:
         try:
             await instance.start()
         finally:
-            await self._stopping.run(self._stop(instance))
+            await self._stopping.run(self._stop(instance, "catalogue probed"))
 
     async def stop_harness(self, harness: str) -> None:
         """Stop every instance of a harness (it exited, or is being stopped)."""
-        await self._stop_where(lambda key: key[1] == harness)
+        await self._stop_where(lambda key: key[1] == harness, "harness exited")
 
     async def stop_upstream(self, upstream: str) -> None:
-        """Stop every instance of an upstream, by key (its table changed or was removed)."""
-        await self._stop_where(lambda key: key[0] == upstream)
+        """Stop every instance of an upstream, by key (a reload changed or removed its table)."""
+        await self._stop_where(lambda key: key[0] == upstream, "reload")
 
     async def stop_all(self) -> None:
         """Stop every instance (daemon shutdown), and wait for the stops already under way."""
-        await self._stop_where(lambda _key: True)
+        await self._stop_where(lambda _key: True, "daemon stopping")
         await self._stopping.wait()
         for task in list(self._tasks):
             task.cancel()
 
-    async def _stop_where(self, chosen: Callable[[tuple[str, str]], bool]) -> None:
+    async def _stop_where(self, chosen: Callable[[tuple[str, str]], bool], reason: StopReason) -> None:
         """Stop the chosen instances in a future of their own (``StopsUnderWay``): cancelling this
         wait (a harness-exit task the stopping daemon cancels) would otherwise leave a process and
         its actors running; :meth:`stop_all` waits for it instead."""
         going = [self.instances.pop(key) for key in list(self.instances) if chosen(key)]
-        await self._stopping.run(*(self._stop(instance) for instance in going))
+        await self._stopping.run(*(self._stop(instance, reason) for instance in going))
 
     def of(self, upstream: str) -> dict[str, SupervisedUpstream]:
         """The running instances of one upstream (by key), by harness."""

@@ -1,0 +1,130 @@
+"""The live downstream sessions: made for a bridge connection or an HTTP client, each given the
+routing snapshot the policy actor publishes, and told what the upstreams they reach announce."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from harness.actors.snapshots import Published
+from harness.events import Event
+from harness.gateway.downstream.connection import session_opened_event
+from harness.gateway.downstream.features import ServerFeatures
+from harness.gateway.downstream.log_relay import LogRelay
+from harness.gateway.downstream.resource_proxy import Subscriptions
+from harness.gateway.downstream.session import DownstreamSession, PolicyPublished
+from harness.gateway.evidence.metrics import TOOL_SCHEMA_BYTES
+from harness.gateway.evidence.recording import CallRecorder
+from harness.gateway.facade import GatewayTools
+from harness.gateway.store_reader import StoreReader
+from harness.gateway.upstream.directory import LinkHooks, UpstreamDirectory
+from harness.gateway.upstream.link import UpstreamLink
+from harness.gateway.wire import jsonrpc
+from harness.rules.exposure import Route
+from harness.rules.routing import RoutingSnapshot
+
+
+class SessionRoster:
+    """Makes sessions and keeps the live ones."""
+
+    def __init__(
+        self,
+        *,
+        routing: Published[RoutingSnapshot],
+        upstreams: UpstreamDirectory,
+        recorder: CallRecorder,
+        emit: Callable[[Event], None],
+        reader: StoreReader,
+        own: GatewayTools,
+    ) -> None:
+        self._routing = routing
+        self._upstreams = upstreams
+        self._recorder = recorder
+        self._emit = emit
+        self._reader = reader
+        self._own = own
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.live: set[DownstreamSession] = set()
+        self.subscriptions = Subscriptions()
+        self.log_relay = LogRelay(self._audience)
+
+    def link_hooks(self) -> LinkHooks:
+        """What an upstream's wire tells the sessions it serves (resource updates, list changes, logs)."""
+        return LinkHooks(self.subscriptions.updated, self._resources_changed, self.log_relay.message)
+
+    def new_session(
+        self, token: str | None, send: Any, bridge_version: int, transport: str = "stdio-bridge"
+    ) -> DownstreamSession:
+        """A session for a bridge connection (or an HTTP client) presenting ``token``."""
+        snapshot = self._routing.current
+        identity = snapshot.identify(token)
+        upstreams = self._upstreams
+        session = DownstreamSession(
+            identity=identity,
+            view=snapshot.view_for(identity),
+            links=lambda name: upstreams.link(name, identity.harness),
+            running=lambda name: upstreams.running_link(name, identity.harness),
+            recorder=self._recorder,
+            emit=self._emit,
+            send=send,
+            on_close=self.live.discard,
+            known=lambda name: self._known(name, token),
+            search=lambda query, k, allowed, done: self._reader.search(
+                query, k, allowed, done, upstreams=upstreams.reach(identity.harness)
+            ),
+            token=token if identity.harness else None,
+            own=self._own,
+            subscriptions=self.subscriptions,
+            log_relay=self.log_relay,
+        )
+        TOOL_SCHEMA_BYTES.labels(identity.harness or "").set(len(session.listing))
+        self._emit(session_opened_event(session, transport, bridge_version))
+        return session
+
+    def http_session(self, token: str, send: Any) -> DownstreamSession:
+        """A live session for an HTTP client."""
+        session = self.new_session(token, send, 0, transport="http")
+        self.live.add(session)
+        return session
+
+    def _known(self, name: str, token: str | None) -> Route | None:
+        """A tool some upstream the token's harness could reach has, whatever its policy (the newest
+        snapshot: a refusal then says ``not_permitted``, else ``unknown_tool``)."""
+        snapshot = self._routing.current
+        return snapshot.known_route(name, snapshot.identify(token).project)
+
+    def serve_on(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The loop the sessions live on (snapshots published on other threads are handed to it)."""
+        self._loop = loop
+
+    def published(self, snapshot: RoutingSnapshot) -> None:
+        """Called on the policy actor's thread: each live session's mailbox gets it on the loop."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._deliver_snapshot, snapshot)
+
+    def _deliver_snapshot(self, snapshot: RoutingSnapshot) -> None:
+        message = PolicyPublished(snapshot)
+        for session in self.live:
+            session.deliver(message)
+
+    def _audience(self, link: UpstreamLink) -> list[ServerFeatures]:
+        """The live sessions an upstream instance serves (its policy exposes it, it runs for them)."""
+        running = self._upstreams.running_link
+        return [
+            s.features
+            for s in self.live
+            if link.name in s.view.servers and running(link.name, s.identity.harness) is link
+        ]
+
+    def _resources_changed(self, link: UpstreamLink) -> None:
+        """An upstream's resource list changed: tell the sessions it serves."""
+        line = jsonrpc.notification("notifications/resources/list_changed")
+        for session in self._audience(link):
+            session.send(line)
+
+    def close_all(self, why: str) -> None:
+        """Close every live session."""
+        for session in list(self.live):
+            session.close(why)
