@@ -3,7 +3,9 @@
 The session is the one owner of its control-plane state (identity, effective tool set, listing).
 It is an actor on the loop rather than a pykka thread: its mailbox is :meth:`deliver`, called on
 the loop, so the per-call path reads its state with no thread hop (a pykka ask costs 50-135 µs,
-more than the gateway's whole per-call overhead).
+more than the gateway's whole per-call overhead). It keeps the connection's state and dispatches
+each message by its method: tool calls to :mod:`.tool_calls`, the handshake and the 2026-07-28
+envelope to :mod:`.eras`, prompts, resources and the rest to :mod:`.features`.
 """
 
 from __future__ import annotations
@@ -12,18 +14,19 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from harness import __version__
 from harness.events import Event, SessionClosed, SessionInitialized
 from harness.gateway.calls.inflight import CallInflight
-from harness.gateway.downstream import modern_era
+from harness.gateway.downstream import eras, modern_era
+from harness.gateway.downstream.eras import HANDSHAKE_VERSIONS
 from harness.gateway.downstream.features import ServerFeatures
 from harness.gateway.downstream.log_relay import LogRelay
 from harness.gateway.downstream.modern_era import ModernWire
 from harness.gateway.downstream.resource_proxy import Subscriptions
 from harness.gateway.downstream.tool_calls import OwnTools, Searcher, ToolCalls
-from harness.gateway.downstream.tool_pages import StaleCursor, ToolPages, paged
+from harness.gateway.downstream.tool_pages import ToolPages, paged
 from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.upstream.link import UpstreamLink
 from harness.gateway.wire import jsonrpc
@@ -33,13 +36,13 @@ from harness.rules.exposure import Route, ToolView, session_listing
 from harness.rules.routing import Identity, RoutingSnapshot
 from harness.vocabulary import Outcome
 
-HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-"""Revisions a downstream session can negotiate through ``initialize`` (oldest first)."""
+__all__ = ["HANDSHAKE_VERSIONS", "DownstreamSession", "PolicyPublished"]
 
-SERVER_NAME = "harness"
-INSTRUCTIONS = (
-    "Harness gateway: tools of the upstream MCP servers your policy allows, named <upstream>__<tool>."
-)
+Handler = Callable[[Any, dict[str, Any]], None]
+"""Answers one request: (request id, the message)."""
+
+BEFORE_INITIALIZE = frozenset(("ping", "initialize"))
+"""The only requests a session answers before its revision is settled."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +53,7 @@ class PolicyPublished:
 
 
 class DownstreamSession:
-    """Handles one agent's JSON-RPC messages; a call goes to :class:`ToolCalls`."""
+    """Handles one agent's JSON-RPC messages: connection state, dispatch and the mailbox."""
 
     def __init__(
         self,
@@ -99,7 +102,14 @@ class DownstreamSession:
         """Forwarded calls in flight, by the agent's request id."""
         self.answers_batches = True
         """Whether a batch's answers go out as one array line (False: the transport assembles them)."""
-        self._batches: BatchReplies | None = None
+        self.batches: BatchReplies | None = None
+        """The open batch's collector (see :func:`.eras.batch`)."""
+        self._handlers: dict[str, Handler] = {
+            "ping": self._ping,
+            "initialize": partial(eras.initialize, self),
+            "tools/call": self.tool_calls.handle,
+            "tools/list": self._list_tools,
+        }
 
     def _allows_prompt(self, name: str) -> bool:
         """Whether the session's current policy lets an upstream's prompt through."""
@@ -111,7 +121,7 @@ class DownstreamSession:
         """Dispatch one parsed message."""
         if not isinstance(message, dict):
             if isinstance(message, list) and self.protocol_version == "2025-03-26":
-                self._batch(message)
+                eras.batch(self, message)
                 return
             self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "a message must be a JSON object"))
             return
@@ -129,65 +139,44 @@ class DownstreamSession:
             self._notification(method, message.get("params"))
             return
         if not jsonrpc.is_id(request_id):
-            self.send(
-                jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "a request id must be a string or an integer")
-            )
+            detail = "a request id must be a string or an integer"
+            self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, detail))
             return
         params = message.get("params")
         modern = self.modern is not None or (method != "initialize" and modern_era.has_envelope(params))
-        if modern and not self._modern_request(request_id, method, params):
+        if modern and not eras.modern_request(self, request_id, method, params):
             return
-        if method == "ping":
-            self.send(jsonrpc.result(request_id, {}))
-        elif method == "initialize":
-            self._initialize(request_id, params)
-        elif not self.protocol_version:
+        if not self.protocol_version and method not in BEFORE_INITIALIZE:
             detail = f"{method} before initialize: send initialize first (only ping may come before it)"
             self.send(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, detail))
-        elif method == "tools/call":
-            self.tool_calls.handle(request_id, message)
-        elif method == "tools/list":
-            self._list_tools(request_id, params)
+            return
+        handler = self._handlers.get(method)
+        if handler is not None:
+            handler(request_id, message)
         elif self.features.serves(method):
-            self.features.handle(request_id, method, message.get("params"))
+            self.features.handle(request_id, method, params)
         else:
             self.send(jsonrpc.error(request_id, jsonrpc.METHOD_NOT_FOUND, f"method not found: {method}"))
 
-    def _batch(self, messages: list[Any]) -> None:
-        """A JSON-RPC batch (legal in 2025-03-26 only): each member handled as if sent alone; the
-        answers go out as one array once all are in (an empty batch is an invalid request). While a
-        batch is open, the session's output passes through its :class:`BatchReplies`."""
-        if not messages:
-            self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "an empty batch"))
-            return
-        replies = self._batch_replies()
-        if replies is not None:
-            replies.begin(messages)
-        try:
-            for message in messages:
-                if isinstance(message, list):
-                    self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "a batch inside a batch"))
-                else:
-                    self.handle(message)
-        finally:
-            if replies is not None:
-                replies.handled()
+    def _ping(self, request_id: Any, _message: dict[str, Any]) -> None:
+        self.send(jsonrpc.result(request_id, {}))
 
-    def _batch_replies(self) -> BatchReplies | None:
-        """The open batches' collector, routing the output through it from now (None: the transport
-        assembles batch answers itself, as the HTTP endpoint does)."""
-        if not self.answers_batches:
-            return None
-        if self._batches is None:
-            wire = self.send
+    def _list_tools(self, request_id: Any, message: dict[str, Any]) -> None:
+        if self._pages is None or self._pages.listing is not self.listing:
+            self._pages = paged(self.listing)
+        self.send(self._pages.answer(request_id, message.get("params")))
 
-            def idle() -> None:
-                self._batches = None
-                self.send = self.features.send = wire
-
-            self._batches = BatchReplies(wire, idle)
-            self.send = self.features.send = self._batches.route
-        return self._batches
+    def _notification(self, method: str, params: Any) -> None:
+        if method == "notifications/cancelled" and isinstance(params, dict):
+            request_id = params.get("requestId")
+            if not jsonrpc.is_id(request_id):  # not an id (true == 1)
+                return
+            if not (
+                self.tool_calls.cancel(request_id)
+                or self.features.cancel(request_id)
+                or self.tool_calls.cancel_held(request_id)
+            ):
+                eras.stop_listening(self, request_id)
 
     def refuse_unparsable(self, line: bytes, reason: str) -> None:
         """A line that is not strict JSON (NaN, Infinity, bad UTF-8, syntax): never forwarded. Answered
@@ -196,57 +185,16 @@ class DownstreamSession:
         request_id, method = jsonrpc.lenient_id(line)
         if request_id is None:
             self.send(jsonrpc.error(None, jsonrpc.PARSE_ERROR, f"parse error: {reason}"))
-            return
-        if method == "tools/call":
+        elif method == "tools/call":
             self.tool_calls.invalid(request_id, reason, time.perf_counter())
-            return
-        self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, f"invalid request: {reason}"))
+        else:
+            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, f"invalid request: {reason}"))
 
     def refuse_oversized(self, reason: str) -> None:
         """A message past the size limit, skipped unread: -32600 with a null id (its id was never read)."""
         self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, f"invalid request: {reason}; it was skipped"))
 
-    def _notification(self, method: str, params: Any) -> None:
-        if method == "notifications/cancelled" and isinstance(params, dict):
-            request_id = params.get("requestId")
-            if not jsonrpc.is_id(request_id):  # not an id (true == 1)
-                return
-            if (
-                self.tool_calls.cancel(request_id)
-                or self.features.cancel(request_id)
-                or self.tool_calls.cancel_held(request_id)
-            ):
-                return
-            if self.modern is not None and (listen := self.modern.listens.pop(request_id, None)):
-                self.features.watch(listen.uris, False)
-
-    def _initialize(self, request_id: Any, params: Any) -> None:
-        if self.protocol_version:
-            detail = f"already initialized at {self.protocol_version}; a session initializes once"
-            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, detail))
-            return
-        asked = params.get("protocolVersion") if isinstance(params, dict) else None
-        version = asked if asked in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
-        info = params.get("clientInfo") if isinstance(params, dict) else None
-        declared = params.get("capabilities") if isinstance(params, dict) else None
-        self.features.client_capabilities = declared if isinstance(declared, dict) else {}
-        self.send(
-            jsonrpc.result(
-                request_id,
-                {
-                    "protocolVersion": version,
-                    "capabilities": self._capabilities(),
-                    "serverInfo": {"name": SERVER_NAME, "version": __version__},
-                    "instructions": INSTRUCTIONS,
-                },
-            )
-        )
-        self._begin(version, info)
-
-    def _capabilities(self) -> dict[str, Any]:
-        return {"tools": {"listChanged": True}, **self.features.capabilities()}
-
-    def _begin(self, version: str, info: Any) -> None:
+    def begin(self, version: str, info: Any) -> None:
         """The session's revision is settled (by ``initialize``, or a first 2026-07-28 request)."""
         self.protocol_version = version
         info = info if isinstance(info, dict) else {}
@@ -261,80 +209,6 @@ class DownstreamSession:
                 client_version=str(info.get("version", ""))[:200],
             ),
         )
-
-    # ---------------------------------------------------------------- the 2026-07-28 era
-
-    def _modern_request(self, request_id: Any, method: str, params: Any) -> bool:
-        """A request on a 2026-07-28 session, or the one that makes the session one: its envelope
-        checked, the era's own methods answered. True: dispatch it as usual."""
-        if method == "initialize":
-            asked = params.get("protocolVersion") if isinstance(params, dict) else None
-            why = (
-                "this session serves the 2026-07-28 protocol; the initialize handshake is not accepted on it"
-            )
-            self.send(modern_era.unsupported_version(request_id, asked, why))
-            return False
-        if self.modern is None and self.protocol_version:
-            detail = (
-                f"this session serves the handshake era ({self.protocol_version}); "
-                "requests carrying the 2026-07-28 envelope are not accepted on it"
-            )
-            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, detail))
-            return False
-        envelope = modern_era.read_envelope(request_id, params)
-        if isinstance(envelope, bytes):
-            self.send(envelope)
-            return False
-        wire = self.modern
-        if wire is None:
-            wire = self.modern = ModernWire(self.send)
-            self.send = self.features.send = wire.send
-            self._begin(envelope.version, envelope.client_info)
-        self.features.client_capabilities = envelope.capabilities
-        modern_era.strip_envelope(params)
-        if method in modern_era.CACHEABLE_METHODS:
-            wire.cacheable.add(request_id)
-        if method == "server/discover":
-            result = {
-                "supportedVersions": list(modern_era.MODERN_VERSIONS),
-                "capabilities": self._capabilities(),
-                "instructions": INSTRUCTIONS,
-                "_meta": {modern_era.SERVER_INFO_KEY: {"name": SERVER_NAME, "version": __version__}},
-            }
-            self.send(jsonrpc.result(request_id, result))
-            return False
-        if method == "subscriptions/listen":
-            self._listen(wire, request_id, params)
-            return False
-        return True
-
-    def _listen(self, wire: ModernWire, request_id: Any, params: Any) -> None:
-        """Open a change stream: acknowledged now, fed by :class:`ModernWire`, answered never (the
-        client ends it by cancelling)."""
-        listen = modern_era.read_listen(params)
-        if isinstance(listen, str):
-            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, listen))
-        elif request_id in wire.listens or len(wire.listens) >= modern_era.MAX_LISTENS:
-            detail = f"at most {modern_era.MAX_LISTENS} listen streams, each with its own request id"
-            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, detail))
-        else:
-            wire.acknowledge(request_id, listen)
-            self.features.watch(listen.uris, True)
-
-    def _list_tools(self, request_id: Any, params: Any) -> None:
-        if self._pages is None or self._pages.listing is not self.listing:
-            self._pages = paged(self.listing)
-        try:
-            tools, following = self._pages.page(params.get("cursor") if isinstance(params, dict) else None)
-        except StaleCursor as exc:
-            self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, str(exc)))
-            return
-        result: dict[str, Any] = {"tools": []}
-        if following is not None:
-            result["nextCursor"] = following
-        head = jsonrpc.encode({"jsonrpc": "2.0", "id": request_id, "result": result})
-        # Splice the pre-encoded tool array in place of the empty one.
-        self.send(head.replace(b'"tools":[]', b'"tools":' + tools, 1))
 
     # ---------------------------------------------------------------- calls (inflight.Caller)
 
