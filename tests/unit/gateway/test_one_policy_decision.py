@@ -43,11 +43,19 @@ mcp_allow = ["read", "write"]
 """
 
 CATALOGS = {
-    "git": [{"name": n, "inputSchema": {"type": "object"}} for n in ("git_status", "git_commit", "git_reset")],
+    "git": [
+        {"name": n, "inputSchema": {"type": "object"}} for n in ("git_status", "git_commit", "git_reset")
+    ],
     "fetch": [{"name": "fetch", "inputSchema": {"type": "object"}}],
 }
 
-CALLED = [("git", "git_status"), ("git", "git_commit"), ("git", "git_reset"), ("fetch", "fetch"), ("git", "nope")]
+CALLED = [
+    ("git", "git_status"),
+    ("git", "git_commit"),
+    ("git", "git_reset"),
+    ("fetch", "fetch"),
+    ("git", "nope"),
+]
 """A read tool, a write tool, a denied tool, a tool of an upstream outside the policy, an unknown one."""
 
 
@@ -83,9 +91,7 @@ def test_the_session_and_policy_what_if_refuse_the_same_calls_with_the_same_reas
     for request_id, (upstream, tool) in enumerate(CALLED, 1):
         name = exposed_name(upstream, tool)
         denial = proposal.refusal(known, upstream, tool)
-        session.handle(
-            {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name}}
-        )
+        session.handle({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name}})
         error = sent[-1]["error"]
         if denial is None:  # through the policy; refused only because no upstream runs here
             assert error["data"]["reason"] == "upstream_unavailable", name

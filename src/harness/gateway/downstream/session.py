@@ -24,8 +24,9 @@ from harness.gateway.downstream.eras import HANDSHAKE_VERSIONS
 from harness.gateway.downstream.features import ServerFeatures
 from harness.gateway.downstream.log_relay import LogRelay
 from harness.gateway.downstream.modern_era import ModernWire
+from harness.gateway.downstream.own_calls import OwnTools, Searcher
 from harness.gateway.downstream.resource_proxy import Subscriptions
-from harness.gateway.downstream.tool_calls import OwnTools, Searcher, ToolCalls
+from harness.gateway.downstream.tool_calls import ToolCalls
 from harness.gateway.downstream.tool_pages import ToolPages, paged
 from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.upstream.link import UpstreamLink
@@ -186,7 +187,7 @@ class DownstreamSession:
         if request_id is None:
             self.send(jsonrpc.error(None, jsonrpc.PARSE_ERROR, f"parse error: {reason}"))
         elif method == "tools/call":
-            self.tool_calls.invalid(request_id, reason, time.perf_counter())
+            self.tool_calls.records.invalid(request_id, reason, time.perf_counter())
         else:
             self.send(jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, f"invalid request: {reason}"))
 
