@@ -6,12 +6,11 @@ its answer went out (``OUTBOX.after``), so recording never delays the agent's an
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
-from harness.gateway.calls.inflight import CallInflight, new_span_id
+from harness.gateway.calls.inflight import Caller, new_span_id
 from harness.gateway.downstream.features import ServerFeatures
 from harness.gateway.downstream.modern_era import ModernWire
 from harness.gateway.evidence.recording import CallRecorder
@@ -23,8 +22,9 @@ from harness.rules.routing import Identity
 from harness.vocabulary import Outcome, Tier
 
 
-class Session(Protocol):
-    """What the tool calls read of their session (:class:`~.session.DownstreamSession`)."""
+class Session(Caller, Protocol):
+    """What the tool calls read of their session (:class:`~.session.DownstreamSession`): a call's
+    :class:`~harness.gateway.calls.inflight.Caller`, and its identity, view, era and recorder."""
 
     session_id: str
     identity: Identity
@@ -32,22 +32,6 @@ class Session(Protocol):
     modern: ModernWire | None
     features: ServerFeatures
     recorder: CallRecorder
-
-    def send(self, line: bytes) -> None:
-        """Write one message line to the agent."""
-        ...
-
-    def call_ended(
-        self, call: CallInflight, outcome: Outcome, reason: str | None, response_bytes: int
-    ) -> None:
-        """A forwarded call is over."""
-        ...
-
-    def relay_request(
-        self, call: CallInflight, message: dict[str, Any], answer: Callable[[dict[str, Any]], None]
-    ) -> None:
-        """An upstream's elicitation during a call."""
-        ...
 
 
 def own_route(tool: str, tier: Tier = "read") -> Route:
