@@ -16,6 +16,7 @@ from harness.gateway.downstream.modern_era import ModernWire
 from harness.gateway.evidence.recording import CallRecorder
 from harness.gateway.wire import jsonrpc
 from harness.gateway.wire.outbox import OUTBOX
+from harness.naming import GATEWAY_UPSTREAM
 from harness.rules.exposure import Route, ToolView
 from harness.rules.refusals import REFUSALS, Cause
 from harness.rules.routing import Identity
@@ -36,7 +37,7 @@ class Session(Caller, Protocol):
 
 def own_route(tool: str, tier: Tier = "read") -> Route:
     """Where a call-log row of the gateway's own puts it: upstream ``harness``."""
-    return Route(tool, "harness", tool, tier)
+    return Route(tool, GATEWAY_UPSTREAM, tool, tier)
 
 
 @dataclass(slots=True)
