@@ -48,11 +48,6 @@ class Reach:
     bytes_per_mode: Mapping[str, int]
 
     @property
-    def read_only(self) -> bool:
-        """No ``write`` in ``mcp_allow``."""
-        return "write" not in self.allow
-
-    @property
     def exposure(self) -> Exposure | None:
         """The policy's exposure mode (None without a policy)."""
         return self.policy.exposure if self.policy else None
