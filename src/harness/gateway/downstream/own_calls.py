@@ -69,17 +69,14 @@ class OwnCalls:
         self._emit = emit
         self._search = search or _no_search
         self._own = own
-        self._running: dict[Any, bool] = {}
+        self.running: dict[Any, bool] = {}
         """Gateway tool calls in flight, by request id: True once the client cancelled it."""
-
-    def __contains__(self, request_id: Any) -> bool:
-        return request_id in self._running
 
     def cancel(self, request_id: Any) -> bool:
         """The client cancelled a gateway tool call: it is recorded, never answered (True: it was one)."""
-        if request_id not in self._running:
+        if request_id not in self.running:
             return False
-        self._running[request_id] = True
+        self.running[request_id] = True
         return True
 
     def call(self, call: ToolCall) -> None:
@@ -94,17 +91,17 @@ class OwnCalls:
         if isinstance(decision, Denied):
             self._records.refuse(call, denial_cause(decision.denial, attributed), decision.route)
             return
-        if len(self._running) >= MAX_OWN_CALLS:
+        if len(self.running) >= MAX_OWN_CALLS:
             self._records.invalid_call(
                 call, f"{MAX_OWN_CALLS} gateway tool calls are already in flight; wait for their answers"
             )
             return
-        self._running[call.request_id] = False
+        self.running[call.request_id] = False
         task = asyncio.ensure_future(self._own.call(call.name, call.arguments, session.identity))
         task.add_done_callback(partial(self._done, call, decision))
 
     def _done(self, call: ToolCall, route: Route, task: asyncio.Future[Any]) -> None:
-        cancelled = self._running.pop(call.request_id, False)
+        cancelled = self.running.pop(call.request_id, False)
         if task.cancelled():  # the daemon is stopping
             self._records.record(call, route, "cancelled", None, 0)
             return

@@ -92,7 +92,7 @@ class ToolCalls:
         elif not isinstance(arguments, dict):
             self.records.invalid(request_id, "tools/call params.arguments must be an object", started, name)
             return None
-        if request_id in self.inflight or request_id in self.own or request_id in self._held:
+        if request_id in self.inflight or request_id in self.own.running or request_id in self._held:
             self.records.invalid(
                 request_id, "a call with this request id is already in flight", started, name
             )
@@ -124,8 +124,9 @@ class ToolCalls:
             attributed = session.identity.harness is not None
             self.records.refuse(call, denial_cause(decision.denial, attributed), decision.route)
             return
-        link = self._admit(call, decision)
-        if link is None:
+        link = self._links(decision.upstream)  # admit: the upstream takes calls now
+        if link is None or not link.available:
+            self._not_admitted(call, decision, link)
             return
         meta = call.params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
@@ -142,20 +143,16 @@ class ToolCalls:
         self.inflight[call.request_id] = (link, inflight)
         link.submit(inflight, call.message, call.params)
 
-    def _admit(self, call: ToolCall, route: Route) -> UpstreamLink | None:
-        """The route's upstream link when it takes calls; else the call waits for the upstream's first
-        start, or is refused naming the upstream's state (None either way)."""
-        link = self._links(route.upstream)
-        if link is not None and link.available:
-            return link
+    def _not_admitted(self, call: ToolCall, route: Route, link: UpstreamLink | None) -> None:
+        """The route's upstream takes no calls now: the call waits for the upstream's first start,
+        or is refused naming the upstream's state."""
         if link is not None and link.status == "starting" and not link.first_attempt.is_set():
             self._hold(link, call, route)
-            return None
+            return
         state = link.status if link is not None else "gone"
         self.records.refuse(
             call, "upstream_failed" if state == "failed" else "upstream_down", route, state=state
         )
-        return None
 
     def _hold(self, link: UpstreamLink, call: ToolCall, route: Route) -> None:
         """Forward a call once its upstream's first start is over (within the upstream's timeout,
