@@ -58,14 +58,13 @@ class OwnCalls:
     def __init__(
         self,
         session: Session,
-        records: CallRecords,
-        *,
         emit: Callable[[Event], None],
         search: Searcher | None,
         own: OwnTools | None,
     ) -> None:
         self._session = session
-        self._records = records
+        self.records = CallRecords(session)
+        """How the session's calls are refused and recorded (shared with :class:`.tool_calls.ToolCalls`)."""
         self._emit = emit
         self._search = search or _no_search
         self._own = own
@@ -85,14 +84,14 @@ class OwnCalls:
         session = self._session
         attributed = session.identity.harness is not None
         if self._own is None:
-            self._records.refuse(call, denial_cause("unknown_tool", attributed), None)
+            self.records.refuse(call, denial_cause("unknown_tool", attributed), None)
             return
         decision = decide(call.name, OWN_ROUTES[call.name], session.identity.allow)
         if isinstance(decision, Denied):
-            self._records.refuse(call, denial_cause(decision.denial, attributed), decision.route)
+            self.records.refuse(call, denial_cause(decision.denial, attributed), decision.route)
             return
         if len(self.running) >= MAX_OWN_CALLS:
-            self._records.invalid_call(
+            self.records.invalid_call(
                 call, f"{MAX_OWN_CALLS} gateway tool calls are already in flight; wait for their answers"
             )
             return
@@ -103,11 +102,11 @@ class OwnCalls:
     def _done(self, call: ToolCall, route: Route, task: asyncio.Future[Any]) -> None:
         cancelled = self.running.pop(call.request_id, False)
         if task.cancelled():  # the daemon is stopping
-            self._records.record(call, route, "cancelled", None, 0)
+            self.records.record(call, route, "cancelled", None, 0)
             return
         error = task.exception()
         if isinstance(error, NotPermitted):
-            self._records.refuse(
+            self.records.refuse(
                 call, denial_cause("write_tier", self._session.identity.harness is not None), route
             )
             return
@@ -127,13 +126,13 @@ class OwnCalls:
             outcome = "cancelled"
         else:
             self._session.send(line)
-        self._records.record(call, route, outcome, None, len(line))
+        self.records.record(call, route, outcome, None, len(line))
 
     def search(self, call: ToolCall) -> None:
         """``search_tools``: the search runs off the loop; its answer is sent and recorded here."""
         asked = tool_answers.search_arguments(call.arguments)
         if isinstance(asked, str):
-            self._records.invalid_call(call, asked)
+            self.records.invalid_call(call, asked)
             return
         query, k = asked
         session = self._session
@@ -144,24 +143,23 @@ class OwnCalls:
             if error is not None:
                 line = jsonrpc.error(call.request_id, jsonrpc.INTERNAL_ERROR, "tool search failed; retry")
                 session.send(line)
-                self._records.record(call, route, "upstream_error", "search_failed", len(line))
+                self.records.record(call, route, "upstream_error", "search_failed", len(line))
                 return
             result, found = tool_answers.search_result((hit.name for hit in hits), view)
             line = jsonrpc.result(call.request_id, result)
             session.send(line)
-            self._records.record(call, route, "ok", None, len(line))
-            OUTBOX.after(
-                self._emit,
-                ToolSearchCompleted(
-                    ts=time.time(),
-                    session_id=session.session_id,
-                    harness=session.identity.harness,
-                    run_id=session.identity.run_id,
-                    query=session.recorder.stored_text(query),
-                    k=k,
-                    results=found,
-                    latency_ms=round((time.perf_counter() - call.started) * 1000, 3),
-                ),
+            self.records.record(call, route, "ok", None, len(line))
+            who = session.identity
+            searched = ToolSearchCompleted(
+                ts=time.time(),
+                session_id=session.session_id,
+                harness=who.harness,
+                run_id=who.run_id,
+                query=session.recorder.stored_text(query),
+                k=k,
+                results=found,
+                latency_ms=round((time.perf_counter() - call.started) * 1000, 3),
             )
+            OUTBOX.after(self._emit, searched)
 
         self._search(query, k, frozenset(view.tools), done)

@@ -24,7 +24,7 @@ from harness.gateway.downstream.eras import HANDSHAKE_VERSIONS
 from harness.gateway.downstream.features import ServerFeatures
 from harness.gateway.downstream.log_relay import LogRelay
 from harness.gateway.downstream.modern_era import ModernWire
-from harness.gateway.downstream.own_calls import OwnTools, Searcher
+from harness.gateway.downstream.own_calls import OwnCalls, OwnTools, Searcher
 from harness.gateway.downstream.resource_proxy import Subscriptions
 from harness.gateway.downstream.tool_calls import ToolCalls
 from harness.gateway.downstream.tool_pages import ToolPages, paged
@@ -98,7 +98,7 @@ class DownstreamSession:
             subscriptions=subscriptions,
             log_relay=log_relay,
         )
-        self.tool_calls = ToolCalls(self, links=links, emit=emit, known=known, search=search, own=own)
+        self.tool_calls = ToolCalls(self, OwnCalls(self, emit, search, own), links=links, known=known)
         self.calls = self.tool_calls.inflight
         """Forwarded calls in flight, by the agent's request id."""
         self.answers_batches = True

@@ -14,14 +14,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.events import Event
 from harness.gateway import tool_answers
 from harness.gateway.calls.inflight import CallInflight
 from harness.gateway.downstream import modern_era
-from harness.gateway.downstream.call_records import CallRecords, Session, ToolCall
+from harness.gateway.downstream.call_records import Session, ToolCall
 from harness.gateway.downstream.features import MISSING_CAPABILITY
 from harness.gateway.downstream.modern_era import ModernWire
-from harness.gateway.downstream.own_calls import OwnCalls, OwnTools, Searcher
+from harness.gateway.downstream.own_calls import OwnCalls
 from harness.gateway.upstream.link import UpstreamLink
 from harness.gateway.wire import jsonrpc
 from harness.rules.decision import Denied, decide
@@ -39,18 +38,16 @@ class ToolCalls:
     def __init__(
         self,
         session: Session,
+        own: OwnCalls,
         *,
         links: Callable[[str], UpstreamLink | None],
-        emit: Callable[[Event], None],
         known: Callable[[str], Route | None],
-        search: Searcher | None,
-        own: OwnTools | None,
     ) -> None:
         self._session = session
         self._links = links
         self._known = known
-        self.records = CallRecords(session)
-        self.own = OwnCalls(session, self.records, emit=emit, search=search, own=own)
+        self.own = own
+        self.records = own.records
         self.inflight: dict[Any, tuple[UpstreamLink, CallInflight]] = {}
         """Forwarded calls, by the agent's request id."""
         self._held: dict[Any, asyncio.Task[None]] = {}
