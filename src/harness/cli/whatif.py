@@ -1,10 +1,10 @@
 """What a proposed policy would have done to the logged calls: pure, over plain data.
 
-For each harness, every logged call of an upstream tool is checked the way a session checks it
-(``harness.gateway.downstream.session``): a name no upstream's latest catalogue has is
-``unknown_tool``; a name outside the harness's view is ``excluded`` by its policy (servers, tools,
-deny); a write tool for a harness without ``write`` in ``mcp_allow`` is ``write_tier``. The view is
-the one :func:`harness.rules.exposure.build_view` builds, so this is the gateway's own decision.
+For each harness, every logged call of an upstream tool is checked by the function a session's
+calls are checked by (:func:`harness.rules.decision.decide`): a name outside the harness's view is
+``excluded`` by its policy (servers, tools, deny) when some upstream's latest catalogue has it, else
+``unknown_tool``; a write tool for a harness without ``write`` in ``mcp_allow`` is ``write_tier``.
+The view is the one :func:`harness.rules.exposure.build_view` builds.
 Calls of the gateway's own tools (upstream ``harness``) and unattributed calls are not governed by
 a harness's policy and are only counted.
 """
@@ -14,21 +14,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from harness.cli.tools import NO_POLICY, bytes_per_mode, mode_views
 from harness.config import Config, PolicyConfig
 from harness.naming import GATEWAY_UPSTREAM, exposed_name
+from harness.rules.decision import Denied, decide
 from harness.rules.exposure import Route, ToolView, catalogue_routes
+from harness.rules.refusals import Denial
 from harness.vocabulary import Exposure, Tier
-
-Reason = Literal["excluded", "write_tier", "unknown_tool"]
-REASONS: Mapping[Reason, str] = {
-    "excluded": "excluded by policy",
-    "write_tier": "write tool, mcp_allow lacks write",
-    "unknown_tool": "not in its upstream's latest catalogue",
-}
-"""The call log's upstream for the gateway's own tools and for names no upstream has."""
 
 Catalogs = Mapping[str, Sequence[Mapping[str, Any]]]
 
@@ -40,7 +34,7 @@ class DeniedTool:
     name: str
     upstream: str
     tool: str
-    reason: Reason
+    reason: Denial
     calls: int
 
 
@@ -54,11 +48,6 @@ class Reach:
     bytes_per_mode: Mapping[str, int]
 
     @property
-    def read_only(self) -> bool:
-        """No ``write`` in ``mcp_allow``."""
-        return "write" not in self.allow
-
-    @property
     def exposure(self) -> Exposure | None:
         """The policy's exposure mode (None without a policy)."""
         return self.policy.exposure if self.policy else None
@@ -68,17 +57,11 @@ class Reach:
         """The tools it sees: listed in full mode, found by ``search_tools`` in the others."""
         return frozenset(self.views["full"].tools)
 
-    def refusal(self, known: Mapping[str, Route], upstream: str, tool: str) -> Reason | None:
+    def refusal(self, known: Mapping[str, Route], upstream: str, tool: str) -> Denial | None:
         """Why a call of ``upstream``'s ``tool`` would be refused, or None when it would go through."""
         name = exposed_name(upstream, tool)
-        if name not in known:
-            return "unknown_tool"
-        route = self.views["full"].resolve(name)
-        if route is None:
-            return "excluded"
-        if route.tier == "write" and self.read_only:
-            return "write_tier"
-        return None
+        decision = decide(name, self.views["full"].resolve(name), self.allow, known.get)
+        return decision.denial if isinstance(decision, Denied) else None
 
 
 @dataclass(frozen=True)

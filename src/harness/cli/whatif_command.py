@@ -11,9 +11,10 @@ from typing import Any
 from harness.cli.common import Globals, iso_z, parse_since
 from harness.cli.proposal import apply_proposal, read_proposal
 from harness.cli.tools import configured, store_catalogs
-from harness.cli.whatif import REASONS, HarnessWhatIf, Reach, WhatIf, what_if
+from harness.cli.whatif import HarnessWhatIf, Reach, WhatIf, what_if
 from harness.config import Config
 from harness.reading import StoreView, open_store
+from harness.rules.refusals import REFUSALS
 
 
 def grouped_calls(view: StoreView, since: str) -> list[dict[str, Any]]:
@@ -117,7 +118,7 @@ def _details(h: HarnessWhatIf) -> None:
     now = f"the current configuration denies {h.denied_now:,}"
     print(f"{h.harness}: would deny {h.denied:,} of {h.calls:,} calls ({now})")
     for d in h.denied_tools:
-        print(f"  {d.name:<50} {d.calls:>7,}  {REASONS[d.reason]}")
+        print(f"  {d.name:<50} {d.calls:>7,}  {REFUSALS[d.reason].summary}")
     if h.leaves:
         print(f"  leaves its list ({len(h.leaves)}): {', '.join(h.leaves)}")
     if h.joins:

@@ -13,7 +13,8 @@ from connection_support import plain_session
 
 from harness.events import ToolCallCompleted
 from harness.events.attribution import Attribution
-from harness.gateway.downstream.session import MAX_OWN_CALLS, DownstreamSession
+from harness.gateway.downstream.own_calls import MAX_OWN_CALLS
+from harness.gateway.downstream.session import DownstreamSession
 from harness.gateway.library.prompts import PromptLibrary
 from harness.rules.access import NotPermitted
 from harness.rules.routing import Identity

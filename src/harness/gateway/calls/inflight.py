@@ -9,19 +9,15 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from harness.gateway.wire import jsonrpc
 from harness.rules.exposure import Route
+from harness.rules.refusals import REFUSALS
 from harness.vocabulary import Outcome
 
-NEXT_STEP = {
-    "upstream_error": "The upstream failed during the call; retry once, then report it to the operator.",
-    "upstream_unavailable": "The upstream is down or restarting; retry later.",
-    "timeout": "The call took longer than the upstream's timeout; retry with a smaller request.",
-    "circuit_open": "Calls to this upstream fail fast for a while; retry after its cooldown.",
-}
-
+Failure = Literal["upstream_unavailable", "upstream_error", "circuit_open", "timeout"]
+"""How the gateway may end a forwarded call (rows of :data:`harness.rules.refusals.REFUSALS`)."""
 
 _bits = random.Random().getrandbits
 """A generator of the gateway's own (seeded from ``os.urandom``; nobody else's seed reaches it)."""
@@ -98,14 +94,15 @@ class CallInflight:
             outcome, reason = "tool_error", f"jsonrpc_error {code}"
         self._finish(outcome, reason, len(line))
 
-    def failed(self, reason: str, detail: str) -> None:
+    def failed(self, cause: Failure, detail: str) -> None:
         """The gateway ends the call with a structured error (crash, transport error, deadline)."""
         if self.done:
             return
-        line = jsonrpc.gateway_error(self.downstream_id, reason, detail, NEXT_STEP[reason])
+        refusal = REFUSALS[cause]
+        line = jsonrpc.gateway_error(self.downstream_id, refusal, detail=detail)
         if self.answerable:
             self.caller.send(line)
-        self._finish(jsonrpc.OUTCOME_OF_REASON[reason], reason, len(line))
+        self._finish(refusal.outcome, refusal.reason, len(line))
 
     def cancelled(self) -> None:
         """The caller cancelled (or went away): no answer is sent."""

@@ -8,6 +8,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
+
+from harness.gateway.wire import jsonrpc
 
 PAGE_BYTES = 1 << 20
 """The most bytes of tools one ``tools/list`` answer carries (a single larger tool is a page alone)."""
@@ -39,6 +42,19 @@ class ToolPages:
             index = int(number)
         following = f"{self.tag}:{index + 1}" if index + 1 < len(self.pages) else None
         return self.pages[index], following
+
+    def answer(self, request_id: Any, params: Any) -> bytes:
+        """The ``tools/list`` answer line for the page ``params.cursor`` names (or why not)."""
+        try:
+            tools, following = self.page(params.get("cursor") if isinstance(params, dict) else None)
+        except StaleCursor as exc:
+            return jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, str(exc))
+        result: dict[str, Any] = {"tools": []}
+        if following is not None:
+            result["nextCursor"] = following
+        head = jsonrpc.encode({"jsonrpc": "2.0", "id": request_id, "result": result})
+        # Splice the pre-encoded tool array in place of the empty one.
+        return head.replace(b'"tools":[]', b'"tools":' + tools, 1)
 
 
 @lru_cache(maxsize=4)

@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.actors.snapshots import Published
 from harness.config import UpstreamConfig
-from harness.gateway.calls.inflight import CallInflight
+from harness.gateway.calls.inflight import CallInflight, Failure
 from harness.gateway.upstream.admission import BreakerGate, Slots
 from harness.gateway.upstream.transports import Transport
 from harness.gateway.wire import jsonrpc
@@ -319,7 +319,7 @@ class UpstreamLink:
         self._slots.release()
         self.gate.succeeded(call.probe, lambda: call.answered(message))
 
-    def _failed(self, call: CallInflight, reason: str, detail: str) -> None:
+    def _failed(self, call: CallInflight, reason: Failure, detail: str) -> None:
         """A transport error or timeout: the breaker counts it before the caller hears of it."""
         self.gate.failed(lambda: call.failed(reason, detail))
 

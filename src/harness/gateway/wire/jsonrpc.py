@@ -8,7 +8,7 @@ from typing import Any, Final
 
 import orjson
 
-from harness.vocabulary import Outcome
+from harness.rules.refusals import Refusal
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 _ASCII_ENCODER = json.JSONEncoder(
@@ -20,28 +20,6 @@ INVALID_REQUEST: Final = -32600
 METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
-
-GATEWAY_ERROR_CODES: Final[dict[str, int]] = {
-    "invalid_request": INVALID_PARAMS,
-    "unknown_tool": INVALID_PARAMS,
-    "not_permitted": -32003,
-    "upstream_unavailable": -32010,
-    "upstream_error": -32011,
-    "circuit_open": -32012,
-    "timeout": -32001,
-}
-"""The JSON-RPC code of each gateway-produced failure (the table is in docs/call-log.md)."""
-
-OUTCOME_OF_REASON: Final[dict[str, Outcome]] = {
-    "invalid_request": "denied",
-    "unknown_tool": "denied",
-    "not_permitted": "denied",
-    "upstream_unavailable": "upstream_error",
-    "upstream_error": "upstream_error",
-    "circuit_open": "circuit_open",
-    "timeout": "timeout",
-}
-
 
 _dumps = orjson.dumps
 _loads = orjson.loads
@@ -197,14 +175,10 @@ def error(request_id: Any, code: int, message: str, data: dict[str, Any] | None 
     return encode({"jsonrpc": "2.0", "id": request_id, "error": err})
 
 
-def gateway_error(request_id: Any, reason: str, detail: str, next_step: str) -> bytes:
-    """A failure the gateway itself produces: ``message`` starts with the reason, ``data.reason`` holds it."""
-    return error(
-        request_id,
-        GATEWAY_ERROR_CODES[reason],
-        f"{reason}: {detail}. {next_step}",
-        {"reason": reason},
-    )
+def gateway_error(request_id: Any, refusal: Refusal, **fields: Any) -> bytes:
+    """A failure the gateway itself produces (a row of :data:`harness.rules.refusals.REFUSALS`,
+    its message filled with ``fields``): ``message`` starts with the reason, ``data.reason`` holds it."""
+    return error(request_id, refusal.code, refusal.text(**fields), {"reason": refusal.reason})
 
 
 def is_id(value: Any) -> bool:
