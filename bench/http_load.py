@@ -70,6 +70,7 @@ def http_load(
         f'[mcp]\nlisten = "127.0.0.1:{port}"\n\n[mcp.demo]\nargv = {toml_list(DEMO)}\n\n'
         '[mcp_policy.p]\nservers = ["demo"]\n\n'
         f'[harness.probe]\nargv = {toml_list(probe)}\nmcp_policy = "p"\n'
+        f"workdir = {json.dumps(dev_path.ROOT)}\n"  # `python -m devtools…` finds the repository's root
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [dev_path.ROOT, env.get("PYTHONPATH")]))  # devtools

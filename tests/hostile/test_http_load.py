@@ -15,6 +15,8 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "http_load.py"
 
 
 def _bench():
+    if str(BENCH.parent) not in sys.path:  # the script imports bench/dev_path, as it does when run
+        sys.path.append(str(BENCH.parent))
     spec = importlib.util.spec_from_file_location("bench_http_load", BENCH)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
