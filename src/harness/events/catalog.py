@@ -75,7 +75,7 @@ class ToolCatalogFetched(Event):
 
 @stored
 class UpstreamExited(Event):
-    """An upstream's process ended (crash, stop, or failed initialize)."""
+    """An upstream's process or HTTP session ended (a crash, a stop, a restart, or a failed start)."""
 
     STORED_NAME = "upstream.exited"
     upstream: str
@@ -88,7 +88,11 @@ class UpstreamExited(Event):
     """Its exit status (negative: killed by that signal); null if unknown."""
 
     reason: str
-    """`stopped` (the daemon stopped it) or `exited` (it ended on its own; a restart follows)."""
+    """`stopped` (the daemon stopped it: shutdown, reload, or the end of the harness a `shared = false`
+    instance served), `restart requested` (`harness restart`), or how it ended on its own (the
+    supervisor decides on a restart): `exited with code N`, `killed by signal N` or `exited`, each
+    with the last stderr lines after a colon; `cannot start: …`; for an HTTP upstream
+    `transport error: …`, `the upstream refused the session: …`, `aborted` or `closed`."""
 
 
 @stored
@@ -434,7 +438,10 @@ class UpstreamStateChanged(Event):
     """For `restarting`: seconds until the next start."""
 
     reason: str
-    """Why: `initialized`, `exited`, `flapping`, `restart requested`, `reload`, `daemon stopping`."""
+    """Why: `initialized` (it answered its handshake), `exited` (it ended; a restart follows),
+    `flapping` (it restarted too often), `restart requested` (`harness restart`), `daemon stopping`
+    (stopped for good: shutdown, reload, or the end of the harness a `shared = false` instance
+    served)."""
 
 
 @stored
