@@ -14,6 +14,7 @@ from pathlib import Path
 
 from test_import_layers import LAYERS, SRC
 
+from harness.config.unbuilt import NOT_SUPPORTED_YET
 from harness.events import registered
 
 STDLIB = frozenset(dir(asyncio))
@@ -104,3 +105,9 @@ def test_every_name_in_who_owns_what_exists_in_the_code():
                     if (part[0].isupper() or "_" in part) and part not in _defined_names() | STDLIB:
                         missing.append(f"{part} (in `{ticked}`)")
     assert missing == [], "named in docs/architecture.md's owners table but not in src/harness"
+
+
+def test_every_configuration_key_refused_as_unbuilt_is_in_not_built_yet():
+    text = ARCHITECTURE.read_text()
+    not_built = text[text.index("\n## Not built yet\n") :]
+    assert [key for key in NOT_SUPPORTED_YET if f"`{key}`" not in not_built] == []
