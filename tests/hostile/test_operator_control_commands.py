@@ -41,7 +41,7 @@ def _query(daemon: Daemon, sql: str) -> list[tuple]:
         conn.close()
 
 
-def test_m9_describe_logs_start_stop_and_doctor_are_commands_that_work(daemon):
+def test_describe_logs_start_stop_and_doctor_are_commands_that_work(daemon):
     described = json.loads(daemon.cli("describe", "live", "--json").stdout)
     assert (described["kind"], described["state"], described["policy"]) == ("harness", "running", "p")
     upstream = json.loads(daemon.cli("describe", "up", "--json").stdout)
@@ -58,7 +58,7 @@ def test_m9_describe_logs_start_stop_and_doctor_are_commands_that_work(daemon):
     assert daemon.cli("doctor").returncode == 0
 
 
-def test_m15_status_shows_each_upstreams_state_breaker_and_calls_in_flight(daemon):
+def test_status_shows_each_upstreams_state_breaker_and_calls_in_flight(daemon):
     status = json.loads(daemon.cli("status", "--json").stdout)
     up = status["upstreams"]["up"]
     assert up["state"] == "up" and up["breaker"] == "closed" and up["in_flight"] == 0 and up["tools"] >= 6
@@ -69,7 +69,7 @@ def test_m15_status_shows_each_upstreams_state_breaker_and_calls_in_flight(daemo
     assert row[1] == "up" and row[header.split().index("BREAKER")] == "closed"
 
 
-def test_m1_a_requested_restart_closes_stdin_first_and_is_not_counted_as_a_crash(daemon):
+def test_a_requested_restart_closes_stdin_first_and_is_not_counted_as_a_crash(daemon):
     log = daemon.config.parent / "up.jsonl"
     before = json.loads(daemon.cli("status", "--json").stdout)["upstreams"]["up"]["pid"]
     for _ in range(3):
@@ -86,7 +86,7 @@ def test_m1_a_requested_restart_closes_stdin_first_and_is_not_counted_as_a_crash
     assert restarts == 0  # restarts counts exits the daemon did not ask for
 
 
-def test_m7_reload_names_the_harnesses_it_started(daemon):
+def test_reload_names_the_harnesses_it_started(daemon):
     late = daemon.config.parent / "late.env"
     daemon.config.write_text(
         _config(daemon.config.parent, f"\n[harness.late]\nargv = {toml_list(env_dumper(late))}\n")
