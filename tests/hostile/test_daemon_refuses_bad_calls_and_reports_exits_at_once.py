@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from daemon_support import PY, RawSession, env_dumper, faulty, harness_env, running, toml_list, wait_for
+from daemon_support import PY, RawSession, env_dumper, faulty, harness_env, running, toml_list, wait_until
 
 
 def _config(record: Path, dump: Path, sibling: Path) -> str:
@@ -70,7 +70,7 @@ def test_an_upstream_that_exits_at_once_is_noticed_at_once_with_its_code_and_std
             finally:
                 conn.close()
 
-        first = wait_for(exits, timeout=10)[0]
+        first = wait_until(exits, timeout=10)[0]
         assert first["returncode"] == 3
         assert "exited with code 3" in first["reason"] and "crashing: bad flag --bogus" in first["reason"]
 
@@ -105,7 +105,7 @@ def test_path_a_spawned_harness_runs_the_daemons_own_harness_command(tmp_path):
     os.environ["PATH"] = f"{fake}{os.pathsep}{old}"
     try:
         with running(tmp_path, config):
-            env = json.loads(wait_for(lambda: dump.exists() and dump.read_text()))
+            env = json.loads(wait_until(lambda: dump.exists() and dump.read_text(), timeout=30))
     finally:
         os.environ["PATH"] = old
     first = env["PATH"].split(os.pathsep)[0]

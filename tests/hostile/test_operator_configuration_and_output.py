@@ -10,7 +10,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from daemon_support import PY, env_dumper, faulty, running, toml_list, wait_for
+from daemon_support import PY, env_dumper, faulty, running, toml_list, wait_until
 from tests_support import call_event
 
 from harness.actors.log_writer import EventIntake, LogWriterActor
@@ -59,14 +59,18 @@ def test_a_harness_and_an_upstream_may_not_share_a_name(tmp_path):
 def test_a_missing_workdir_is_reported_as_the_workdir_not_the_command(tmp_path):
     config = f'[harness.h]\nargv = ["true"]\nworkdir = "{tmp_path / "nowhere"}"\n'
     with running(tmp_path, config) as daemon:
-        line = wait_for(lambda: next((x for x in daemon.stderr if "harness h" in x), None), timeout=10)
+        line = wait_until(
+            lambda: next((x for x in daemon.stderr_lines if "harness h" in x), None), timeout=10
+        )
     assert "workdir" in line and "nowhere" in line and "harness.h" in line
 
 
 def test_a_missing_harness_env_file_names_the_key_and_the_config(tmp_path):
     config = f'[harness.h]\nargv = ["true"]\nenv_file = "{tmp_path / "nope.env"}"\n'
     with running(tmp_path, config) as daemon:
-        line = wait_for(lambda: next((x for x in daemon.stderr if "harness h" in x), None), timeout=10)
+        line = wait_until(
+            lambda: next((x for x in daemon.stderr_lines if "harness h" in x), None), timeout=10
+        )
     assert "env_file" in line and "nope.env" in line and "harness.h" in line and "harness.toml" in line
 
 
@@ -112,7 +116,7 @@ def test_metrics_listen_added_by_a_reload_starts_listening(tmp_path):
     with running(tmp_path, base) as daemon:
         port = free_port()
         daemon.config.write_text(f'[mcp]\nmetrics_listen = "127.0.0.1:{port}"\n\n' + base)
-        daemon.cli("reload")
+        daemon.harness_cli("reload")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
             assert b"harness_mcp_upstream_up" in answer.read()
 
@@ -127,8 +131,13 @@ def test_a_bridge_with_an_exited_harness_token_is_unattributed_and_told_why(tmp_
     ]
     config = f"[mcp.up]\nargv = {toml_list(faulty())}\n\n[harness.gone]\nargv = {toml_list(argv)}\n"
     with running(tmp_path, config) as daemon:
-        env = json.loads(wait_for(lambda: dump.exists() and dump.read_text()))
-        wait_for(lambda: any(r["state"] == "exited" for r in json.loads(daemon.cli("list", "--json").stdout)))
+        env = json.loads(wait_until(lambda: dump.exists() and dump.read_text(), timeout=30))
+        wait_until(
+            lambda: any(
+                r["state"] == "exited" for r in json.loads(daemon.harness_cli("list", "--json").stdout)
+            ),
+            timeout=30,
+        )
         from daemon_support import RawSession
 
         session = RawSession({**os.environ, **{k: v for k, v in env.items() if k.startswith("HARNESS_")}})
