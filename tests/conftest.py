@@ -3,7 +3,8 @@ builders as ``tests_support`` (tests/unit/tests_support.py); and the lanes, whic
 
 ``tests/unit`` is the fast lane (``pytest -m "not slow" -n 2``, or ``pytest tests/unit``): no test
 there is marked ``slow``. Every test in ``acceptance/``, ``hostile/`` and ``durability/`` (real
-daemons, real upstreams, kill -9) is marked ``slow`` here, by its folder.
+daemons, real upstreams, kill -9) is marked here, by its folder, ``slow`` and with its folder's
+name (``-m hostile`` runs the hostile tests, wherever a file says otherwise).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ SLOW_FOLDERS = frozenset({"acceptance", "hostile", "durability"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test of a slow folder ``slow``."""
+    """Mark every test of a slow folder ``slow`` and with its folder's name."""
     for item in items:
-        parts = item.path.relative_to(HERE).parts
-        if parts[0] in SLOW_FOLDERS:
+        folder = item.path.relative_to(HERE).parts[0]
+        if folder in SLOW_FOLDERS:
             item.add_marker(pytest.mark.slow)
+            item.add_marker(getattr(pytest.mark, folder))

@@ -28,7 +28,7 @@ class _Item:
         self.markers.append(marker.name)
 
 
-def test_every_test_outside_tests_unit_is_marked_slow_by_its_folder():
+def test_every_test_outside_tests_unit_is_marked_slow_and_with_its_folders_name():
     spec = importlib.util.spec_from_file_location("tests_conftest", TESTS / "conftest.py")
     assert spec is not None and spec.loader is not None
     conftest = importlib.util.module_from_spec(spec)
@@ -36,4 +36,9 @@ def test_every_test_outside_tests_unit_is_marked_slow_by_its_folder():
     names = ("unit/gateway/test_a.py", "acceptance/test_b.py", "hostile/test_c.py", "durability/test_d.py")
     items = [_Item(TESTS / name) for name in names]
     conftest.pytest_collection_modifyitems(items)
-    assert [item.markers for item in items] == [[], ["slow"], ["slow"], ["slow"]]
+    assert [item.markers for item in items] == [
+        [],
+        ["slow", "acceptance"],
+        ["slow", "hostile"],
+        ["slow", "durability"],
+    ]
