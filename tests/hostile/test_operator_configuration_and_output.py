@@ -7,10 +7,9 @@ import json
 import os
 import subprocess
 import urllib.request
-from pathlib import Path
 
 import pytest
-from daemon_support import PY, env_dumper, faulty, running, toml_list, wait_until
+from daemon_support import PY, RawSession, faulty, running, toml_list, wait_until
 from tests_support import call_event
 
 from harness.actors.log_writer import EventIntake, LogWriterActor
@@ -138,8 +137,6 @@ def test_a_bridge_with_an_exited_harness_token_is_unattributed_and_told_why(tmp_
             ),
             timeout=30,
         )
-        from daemon_support import RawSession
-
         session = RawSession({**os.environ, **{k: v for k, v in env.items() if k.startswith("HARNESS_")}})
         try:
             session.initialize()
@@ -147,9 +144,6 @@ def test_a_bridge_with_an_exited_harness_token_is_unattributed_and_told_why(tmp_
         finally:
             session.close()
     assert "HARNESS_MCP_TOKEN" in answer["error"]["message"]
-
-
-__all__ = ["Path", "env_dumper"]
 
 
 @pytest.mark.parametrize(
