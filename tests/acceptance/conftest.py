@@ -12,7 +12,7 @@ import apsw
 import psutil
 import pytest
 
-from support import DaemonProcess, process_env, start_daemon_process, stop_daemon_process, wait_until
+from support import DaemonProcess, process_env, running, wait_until
 
 
 @dataclass
@@ -51,15 +51,10 @@ class RunningDaemon(DaemonProcess):
 
 @pytest.fixture
 def start_daemon(tmp_path: Path) -> Iterator[Callable[[str], RunningDaemon]]:
-    started: list[RunningDaemon] = []
+    """Start a daemon on a config text (``support.running``); each is stopped when the test ends."""
+    with contextlib.ExitStack() as started:
 
-    def start(config_text: str, env: dict[str, str] | None = None) -> RunningDaemon:
-        config = tmp_path / "harness.toml"
-        config.write_text(config_text)
-        daemon = start_daemon_process(config, tmp_path / "state", kind=RunningDaemon, env=env)
-        started.append(daemon)
-        return daemon
+        def start(config_text: str, env: dict[str, str] | None = None) -> RunningDaemon:
+            return started.enter_context(running(tmp_path, config_text, kind=RunningDaemon, env=env))
 
-    yield start
-    for daemon in started:
-        stop_daemon_process(daemon)
+        yield start
