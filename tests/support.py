@@ -4,7 +4,9 @@
   code running inside an event loop, which must keep running while it waits); :func:`holds_for` is
   its complement, for claims that something does *not* happen within a bounded window.
 * :func:`toml_list` writes a TOML array of strings.
-* :func:`start_daemon_process` runs a real ``harness daemon`` and waits, bounded, for its ``ready``.
+* :func:`start_daemon_process` runs a real ``harness daemon`` and waits, bounded, for its ``ready``;
+  :func:`running` writes a config, starts one and, at the end, stops it with everything under it
+  (:func:`stop_daemon_process`). The one out-of-process daemon harness of every test folder.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import apsw
+import psutil
 import pytest
 
 from devtools.spawned import toml_list  # noqa: F401 - re-exported: one definition, shared with bench/
@@ -166,6 +170,28 @@ class DaemonProcess:
         """The store."""
         return self.state / "harness.db"
 
+    def harness_cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """``harness ARGS`` against this daemon's state dir and config."""
+        cmd = [PY, "-m", "harness", *args, "--state-dir", str(self.state), "--config", str(self.config)]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=check)
+
+    def calls(self) -> list[dict[str, Any]]:
+        """``harness calls --json``, one dict a call."""
+        out = self.harness_cli("calls", "--json").stdout
+        return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+    def descendants(self) -> list[psutil.Process]:
+        """Every process under the daemon now."""
+        with contextlib.suppress(psutil.Error):
+            return psutil.Process(self.proc.pid).children(recursive=True)
+        return []
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """SIGTERM (once) and its exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
     def close_pipes(self, timeout: float = 5.0) -> None:
         """After the process ended: wait (bounded) for the reader to see EOF and close the pipe. A
         process the daemon left behind may hold the pipe open; its reader then stays blocked."""
@@ -194,7 +220,8 @@ def start_daemon_process(
     env: dict[str, str] | None = None,
 ) -> D:
     """Start ``harness daemon --config CONFIG --state-dir STATE`` and wait (bounded) for ``ready``;
-    ``kind`` is the :class:`DaemonProcess` subclass to return, ``env`` extra variables."""
+    ``kind`` is the :class:`DaemonProcess` subclass to return, ``env`` extra variables, ``cwd`` the
+    daemon's working directory (a relative ``state`` is in it)."""
     proc = subprocess.Popen(
         [PY, "-m", "harness", "daemon", "--config", str(config), "--state-dir", str(state)],
         stdin=subprocess.DEVNULL,
@@ -202,7 +229,7 @@ def start_daemon_process(
         env=clean_env(**(env or {})),
         cwd=cwd,
     )
-    daemon = kind(proc, config, state)
+    daemon = kind(proc, config, cwd / state if cwd is not None and not state.is_absolute() else state)
     daemon.reader = threading.Thread(target=_read_stderr, args=(daemon,), daemon=True)
     daemon.reader.start()
     try:
@@ -222,6 +249,41 @@ def start_daemon_process(
         daemon.close_pipes()
         raise
     return daemon
+
+
+def stop_daemon_process(daemon: DaemonProcess) -> None:
+    """End a test's daemon and every process under it, then check the arguments it stored parse."""
+    leftovers = daemon.descendants()
+    with contextlib.suppress(Exception):
+        daemon.stop()
+    for process in leftovers:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    daemon.close_pipes()
+    assert_stored_args_parse(daemon.db)
+
+
+@contextlib.contextmanager
+def running(
+    folder: Path,
+    config_text: str,
+    *,
+    state: Path | None = None,
+    kind: type[D] = DaemonProcess,  # type: ignore[assignment]
+    **start: Any,
+) -> Iterator[D]:
+    """A daemon on ``config_text`` (written to ``folder/harness.toml``; state in ``folder/state``
+    unless given), stopped with everything under it at the end (:func:`stop_daemon_process`).
+    ``start``: :func:`start_daemon_process`'s ``ready_within``, ``cwd``, ``env``."""
+    config = folder / "harness.toml"
+    config.write_text(config_text)
+    daemon = start_daemon_process(
+        config, state if state is not None else folder / "state", kind=kind, **start
+    )
+    try:
+        yield daemon
+    finally:
+        stop_daemon_process(daemon)
 
 
 FACADE_READ = tuple(t["name"] for t in FACADE_READ_TOOLS)

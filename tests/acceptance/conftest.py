@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import signal
-import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,19 +12,11 @@ import apsw
 import psutil
 import pytest
 
-from support import PY, DaemonProcess, assert_stored_args_parse, process_env, start_daemon_process, wait_until
+from support import DaemonProcess, process_env, running, wait_until
 
 
 @dataclass
 class RunningDaemon(DaemonProcess):
-    def harness_cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        cmd = [PY, "-m", "harness", *args, "--state-dir", str(self.state), "--config", str(self.config)]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=check)
-
-    def calls(self) -> list[dict]:
-        out = self.harness_cli("calls", "--json").stdout
-        return [json.loads(line) for line in out.splitlines() if line.strip()]
-
     def harnesses(self) -> dict[str, dict]:
         """``harness list --json``, by name."""
         return {row["name"]: row for row in json.loads(self.harness_cli("list", "--json").stdout)}
@@ -48,11 +38,6 @@ class RunningDaemon(DaemonProcess):
         finally:
             conn.close()
 
-    def descendants(self) -> list[psutil.Process]:
-        with contextlib.suppress(psutil.Error):
-            return psutil.Process(self.proc.pid).children(recursive=True)
-        return []
-
     def descendants_running(self, marker: str) -> list[psutil.Process]:
         """The processes under the daemon whose command line holds ``marker`` (the process table,
         not the configuration)."""
@@ -63,30 +48,13 @@ class RunningDaemon(DaemonProcess):
                     found.append(p)
         return found
 
-    def stop(self, timeout: float = 20.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout)
-
 
 @pytest.fixture
 def start_daemon(tmp_path: Path) -> Iterator[Callable[[str], RunningDaemon]]:
-    started: list[RunningDaemon] = []
+    """Start a daemon on a config text (``support.running``); each is stopped when the test ends."""
+    with contextlib.ExitStack() as started:
 
-    def start(config_text: str, env: dict[str, str] | None = None) -> RunningDaemon:
-        config = tmp_path / "harness.toml"
-        config.write_text(config_text)
-        daemon = start_daemon_process(config, tmp_path / "state", kind=RunningDaemon, env=env)
-        started.append(daemon)
-        return daemon
+        def start(config_text: str, env: dict[str, str] | None = None) -> RunningDaemon:
+            return started.enter_context(running(tmp_path, config_text, kind=RunningDaemon, env=env))
 
-    yield start
-    for daemon in started:
-        leftovers = daemon.descendants()
-        with contextlib.suppress(Exception):
-            daemon.stop()
-        for p in leftovers:
-            with contextlib.suppress(psutil.Error):
-                p.kill()
-        daemon.close_pipes()
-        assert_stored_args_parse(daemon.db)
+        yield start

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_support import PY, RawSession, env_with, faulty, harness_vars, running, toml_list, wait_for
+from daemon_support import PY, RawSession, env_with, faulty, harness_vars, running, toml_list, wait_until
 
 from devtools.credentials import ENCODINGS
 from harness.rules.gateway_tools import FACADE_READ_TOOLS, FACADE_WRITE_TOOLS
@@ -181,19 +181,21 @@ def test_no_facade_tool_answers_outside_the_callers_scope_or_with_a_held_secret(
     port = free_port()
     with running(tmp_path, config_text(tmp_path, port)) as daemon:
         envs = {
-            name: wait_for(
+            name: wait_until(
                 lambda n=name: (
                     (tmp_path / f"{n}.env.json").exists() and harness_vars(tmp_path / f"{n}.env.json")
-                )
+                ),
+                timeout=30,
             )
             for name in HARNESSES
         }
         logs = daemon.state
         for name, mark in STDERR_MARK.items():  # both upstreams printed what they leak
-            wait_for(
+            wait_until(
                 lambda n=name, m=mark: any(
                     m in p.read_text(errors="replace") for p in logs.rglob(f"{n}.log*")
-                )
+                ),
+                timeout=30,
             )
         # Every harness has calls in its run, the sibling a failure too.
         for name in HARNESSES:
@@ -206,7 +208,7 @@ def test_no_facade_tool_answers_outside_the_callers_scope_or_with_a_held_secret(
             finally:
                 agent.session.close()
         run_ids = {name: env["HARNESS_RUN_ID"] for name, env in envs.items()}
-        wait_for(lambda: len({c["harness"] for c in daemon.calls()} & set(HARNESSES)) == 3)
+        wait_until(lambda: len({c["harness"] for c in daemon.calls()} & set(HARNESSES)) == 3, timeout=30)
 
         unattributed = Attacker(env_with({"HARNESS_SOCKET": envs["narrow"]["HARNESS_SOCKET"]}))
         narrow = Attacker(env_with(envs["narrow"]))
@@ -231,7 +233,7 @@ def test_no_facade_tool_answers_outside_the_callers_scope_or_with_a_held_secret(
                 attacker.session.close()
 
         operator = [
-            daemon.cli(*command, "--json").stdout
+            daemon.harness_cli(*command, "--json").stdout
             for command in (
                 ("logs", "hidden", "-n", "200"),
                 ("logs", "writer", "-n", "200"),
@@ -248,4 +250,4 @@ def test_no_facade_tool_answers_outside_the_callers_scope_or_with_a_held_secret(
     assert {
         str(p.relative_to(daemon.state)): leaked(p.read_bytes()) for p in files if leaked(p.read_bytes())
     } == {}
-    assert leaked("".join(daemon.stderr)) == []
+    assert leaked("".join(daemon.stderr_lines)) == []

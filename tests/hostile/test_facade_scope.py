@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_support import Daemon, RawSession, env_dumper, faulty, harness_env, running, toml_list, wait_for
+from daemon_support import (
+    DaemonProcess,
+    RawSession,
+    env_dumper,
+    faulty,
+    harness_env,
+    running,
+    toml_list,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]  # one real daemon for the module, ~12 s
 
@@ -53,7 +62,7 @@ time.sleep(3600)
 @pytest.fixture(scope="module")
 def fleet(
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[Daemon, dict[str, dict[str, str]], Path]]:
+) -> Iterator[tuple[DaemonProcess, dict[str, dict[str, str]], Path]]:
     tmp = tmp_path_factory.mktemp("scope")
     (tmp / "leaky.env").write_text(f"LEAKY_SECRET={SECRET}\n")
     serve = " ".join(faulty())
@@ -127,22 +136,24 @@ def session(fleet) -> Iterator[Any]:
     assert not [n for n in NEEDLES if any(n in text for text in answers)], "a secret came back"
 
 
-def _runs(daemon: Daemon) -> dict[str, str]:
-    return {row["name"]: row["run_id"] for row in json.loads(daemon.cli("list", "--json").stdout)}
+def _runs(daemon: DaemonProcess) -> dict[str, str]:
+    return {row["name"]: row["run_id"] for row in json.loads(daemon.harness_cli("list", "--json").stdout)}
 
 
 def test_a_narrow_harness_reads_only_itself_and_the_upstreams_its_policy_exposes(fleet, session):
     daemon = fleet[0]
     writer = session("writer")
     assert writer.call("harness_list")[0]
-    wait_for(lambda: any(c["harness"] == "writer" for c in daemon.calls()))
+    wait_until(lambda: any(c["harness"] == "writer" for c in daemon.calls()), timeout=30)
     narrow = session("narrow")
     for tool, name in [("harness_logs", "leaky"), ("harness_logs", "writer"), ("harness_describe", "leaky")]:
         assert narrow.call(tool, name=name) == (False, HIDDEN.format(name)), (tool, name)
     for name in ("writer", "nobody"):  # a sibling reads as one that does not exist
         assert narrow.call("harness_describe", name=name) == (False, HIDDEN.format(name))
     assert narrow.call("harness_logs", name="up")[0]
-    assert "agent saw [REDACTED]" in wait_for(lambda: narrow.call("harness_logs", name="narrow")[1]["lines"])
+    assert "agent saw [REDACTED]" in wait_until(
+        lambda: narrow.call("harness_logs", name="narrow")[1]["lines"], timeout=30
+    )
     assert narrow.call("harness_describe", name="up")[1]["name"] == "up"
     assert [row["name"] for row in narrow.call("harness_list")[1]["harnesses"]] == ["narrow"]
     failures = narrow.call("harness_recent_failures", harness="writer")
@@ -152,8 +163,9 @@ def test_a_narrow_harness_reads_only_itself_and_the_upstreams_its_policy_exposes
 
 def test_a_harness_whose_policy_exposes_the_leaky_upstream_reads_its_log_with_the_secret_redacted(session):
     wide = session("wide")
-    _ok, logs = wait_for(
-        lambda: (r := wide.call("harness_logs", name="leaky"))[0] and len(r[1]["lines"]) >= 2 and r
+    _ok, logs = wait_until(
+        lambda: (r := wide.call("harness_logs", name="leaky"))[0] and len(r[1]["lines"]) >= 2 and r,
+        timeout=30,
     )
     assert logs["lines"][:2] == ["connecting to backend with [REDACTED]", "Authorization: Basic [REDACTED]"]
     assert wide.call("harness_describe", name="leaky")[1]["name"] == "leaky"
@@ -168,17 +180,19 @@ def test_an_unshared_upstream_shows_a_harness_its_own_instance_only_and_the_oper
     assert (
         wide.call("mine__echo", text="start my instance")[0] and narrow.call("mine__echo", text="mine too")[0]
     )
-    _ok, logs = wait_for(lambda: (r := wide.call("harness_logs", name="mine"))[0] and r[1]["lines"] and r)
+    _ok, logs = wait_until(
+        lambda: (r := wide.call("harness_logs", name="mine"))[0] and r[1]["lines"] and r, timeout=30
+    )
     assert logs["lines"][0] == "connecting to backend with [REDACTED]"
     assert logs["path"].endswith("mine@wide.log")
     assert narrow.call("harness_logs", name="mine")[1]["path"].endswith("mine@narrow.log")
     other = narrow.call("harness_logs", name="mine@wide")
     assert other == (False, "logs: 'mine' runs an instance per harness: name one as mine@HARNESS")
     assert list(wide.call("harness_describe", name="mine")[1]["instances"]) == ["wide"]
-    operator = json.loads(daemon.cli("describe", "mine", "--json").stdout)
+    operator = json.loads(daemon.harness_cli("describe", "mine", "--json").stdout)
     assert list(operator["instances"]) == ["narrow", "wide"]
-    assert json.loads(daemon.cli("logs", "mine@wide", "--json").stdout)["lines"] == logs["lines"]
-    assert "name one as mine@HARNESS" in daemon.cli("logs", "mine", check=False).stderr
+    assert json.loads(daemon.harness_cli("logs", "mine@wide", "--json").stdout)["lines"] == logs["lines"]
+    assert "name one as mine@HARNESS" in daemon.harness_cli("logs", "mine", check=False).stderr
 
 
 def test_a_write_harness_lists_its_siblings_state_but_reads_neither_their_logs_nor_hidden_upstreams(session):
@@ -203,7 +217,9 @@ def test_an_unattributed_session_lists_no_harness_tool_and_is_refused_one(sessio
 def test_describe_and_logs_of_a_hidden_upstream_from_inside_a_harness_tree_are_refused(fleet):
     _daemon, _envs, tmp = fleet
     (tmp / "go").touch()
-    out = json.loads(wait_for(lambda: (tmp / "inside.json").exists() and (tmp / "inside.json").read_text()))
+    out = json.loads(
+        wait_until(lambda: (tmp / "inside.json").exists() and (tmp / "inside.json").read_text(), timeout=30)
+    )
     (describe_rc, _, describe_err), (logs_rc, logs_out, logs_err), (own_rc, own_out, _) = out
     assert describe_rc != 0 and HIDDEN.format("leaky") in describe_err
     assert logs_rc != 0 and HIDDEN.format("leaky") in logs_err and not logs_out
@@ -212,11 +228,16 @@ def test_describe_and_logs_of_a_hidden_upstream_from_inside_a_harness_tree_are_r
 
 def test_the_operator_reads_logs_redacted_and_no_upstream_log_or_store_file_holds_the_secret(fleet):
     daemon = fleet[0]
-    lines = json.loads(daemon.cli("logs", "leaky", "--json").stdout)["lines"]
+    lines = json.loads(daemon.harness_cli("logs", "leaky", "--json").stdout)["lines"]
     assert lines[:2] == ["connecting to backend with [REDACTED]", "Authorization: Basic [REDACTED]"]
-    assert "agent saw [REDACTED]" in json.loads(daemon.cli("logs", "narrow", "--json").stdout)["lines"]
+    assert (
+        "agent saw [REDACTED]" in json.loads(daemon.harness_cli("logs", "narrow", "--json").stdout)["lines"]
+    )
     store = [daemon.state / "harness.db", daemon.state / "harness.db-wal"]
-    wait_for(lambda: any(p.exists() and b"fatal: bad token [REDACTED]" in p.read_bytes() for p in store))
+    wait_until(
+        lambda: any(p.exists() and b"fatal: bad token [REDACTED]" in p.read_bytes() for p in store),
+        timeout=30,
+    )
     agents = daemon.state / "harnesses"  # an agent's own output: redacted when read
     files = [
         p for p in daemon.state.rglob("*") if p.is_file() and not p.is_socket() and agents not in p.parents
@@ -236,7 +257,9 @@ def test_a_secret_a_reload_adds_is_redacted_from_the_log_of_the_upstream_that_pr
         + f'\n[mcp.fresh]\nargv = {toml_list(["/bin/sh", "-c", prints])}\nenv_file = "fresh.env"\n'
         'env = { TOKEN = "${FRESH_SECRET}" }\n'
     )
-    assert "fresh" in daemon.cli("reload").stdout
-    lines = wait_for(lambda: json.loads(daemon.cli("logs", "fresh", "--json").stdout)["lines"])
+    assert "fresh" in daemon.harness_cli("reload").stdout
+    lines = wait_until(
+        lambda: json.loads(daemon.harness_cli("logs", "fresh", "--json").stdout)["lines"], timeout=30
+    )
     assert lines[0] == "fresh start with [REDACTED]"
     assert fresh.encode() not in (daemon.state / "upstreams" / "fresh.log").read_bytes()

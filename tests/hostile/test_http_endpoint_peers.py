@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from daemon_support import PY, running, toml_list, wait_for
+from daemon_support import PY, running, toml_list, wait_until
 
 from devtools.http_fuzz import post
 from support import DEMO_UPSTREAM, INITIALIZE, free_port
@@ -34,7 +34,7 @@ def _config(tmp_path: Path, port: int) -> str:
 
 def _out(tmp_path: Path, name: str) -> dict:
     path = tmp_path / f"{name}.json"
-    wait_for(path.exists, timeout=60)
+    wait_until(path.exists, timeout=60)
     return json.loads(path.read_text())
 
 
@@ -55,13 +55,15 @@ def test_a_token_stolen_by_another_harness_is_refused_over_http_and_its_owner_an
         assert stolen["call"]["status"] == 403, stolen
 
         # The operator, outside the daemon's tree, may present a harness's token (as on the socket).
-        rows = json.loads(daemon.cli("list", "--json").stdout)
+        rows = json.loads(daemon.harness_cli("list", "--json").stdout)
         pid = next(r["pid"] for r in rows if r["name"] == "a")
         environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         token = next(e.split(b"=", 1)[1].decode() for e in environ if e.startswith(b"HARNESS_MCP_TOKEN="))
         assert post(port, token, INITIALIZE)["status"] == 200
 
-        calls = wait_for(daemon.calls)
+        calls = wait_until(daemon.calls, timeout=30)
         assert [(c["harness"], c["tool"]) for c in calls] == [("a", "echo")]  # nothing as A by the thief
-        wait_for(lambda: any("harness thief's process tree" in line for line in daemon.stderr))
-        assert not any("Traceback" in line for line in daemon.stderr)
+        wait_until(
+            lambda: any("harness thief's process tree" in line for line in daemon.stderr_lines), timeout=30
+        )
+        assert not any("Traceback" in line for line in daemon.stderr_lines)

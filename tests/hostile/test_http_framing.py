@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from daemon_support import PY, Daemon, running, toml_list, wait_for
+from daemon_support import PY, DaemonProcess, running, toml_list, wait_until
 
 from devtools.http_fuzz import fuzz, post, send
 from support import DEMO_UPSTREAM, INITIALIZE, free_port, holds_for
@@ -40,12 +40,12 @@ def _env_dumper(out: Path) -> list[str]:
 
 def _token(tmp_path: Path) -> str:
     dump = tmp_path / "a.env"
-    wait_for(lambda: dump.exists() and dump.stat().st_size > 0)
+    wait_until(lambda: dump.exists() and dump.stat().st_size > 0, timeout=30)
     return json.loads(dump.read_text())["HARNESS_MCP_TOKEN"]
 
 
-def _tracebacks(daemon: Daemon) -> list[str]:
-    return [line for line in daemon.stderr if "Traceback" in line or "Unhandled exception" in line]
+def _tracebacks(daemon: DaemonProcess) -> list[str]:
+    return [line for line in daemon.stderr_lines if "Traceback" in line or "Unhandled exception" in line]
 
 
 def test_a_content_length_of_non_ascii_digits_is_a_400_and_never_a_traceback(tmp_path):
@@ -66,14 +66,14 @@ def test_3000_fuzzed_requests_each_get_an_http_answer_or_a_close_and_the_daemon_
     port = free_port()
     with running(tmp_path, _config(port, tmp_path)) as daemon:
         token = _token(tmp_path)
-        before = sum(map(len, daemon.stderr))
+        before = sum(map(len, daemon.stderr_lines))
         outcomes = fuzz(port, 3000, seed=7, token=token)
         assert sum(outcomes.values()) == 3000
         assert outcomes[-1] == 0 and outcomes[-2] == 0, outcomes  # no garbage, no hang, no refused connect
         assert all(status == 0 or 200 <= status < 600 for status in outcomes), outcomes
         assert post(port, token, INITIALIZE)["status"] == 200
         assert daemon.proc.poll() is None and _tracebacks(daemon) == []
-        assert sum(map(len, daemon.stderr)) - before < 10_000
+        assert sum(map(len, daemon.stderr_lines)) - before < 10_000
 
 
 def test_a_request_head_that_never_ends_is_answered_408_within_the_head_deadline(tmp_path):
@@ -120,8 +120,10 @@ def test_one_process_cannot_hold_every_connection_its_extra_ones_get_503_and_ano
         finally:
             for sock in held:
                 sock.close()
-        wait_for(lambda: any("refusing an HTTP connection" in line for line in daemon.stderr))
-        assert sum("refusing an HTTP connection" in line for line in daemon.stderr) == 1  # rate-limited
+        wait_until(
+            lambda: any("refusing an HTTP connection" in line for line in daemon.stderr_lines), timeout=30
+        )
+        assert sum("refusing an HTTP connection" in line for line in daemon.stderr_lines) == 1  # rate-limited
 
 
 def test_the_status_page_and_metrics_answer_421_to_a_foreign_host(tmp_path):

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from daemon_support import PY, running, toml_list, wait_for
+from daemon_support import PY, running, toml_list, wait_until
 
 from support import DEMO_UPSTREAM, clean_env, free_port
 
@@ -50,7 +50,7 @@ def test_a_taken_port_stops_the_start_with_one_line_naming_the_setting_and_addre
 
 
 def _doctor(daemon) -> dict[str, str]:
-    done = daemon.cli("doctor", "--json", check=False)
+    done = daemon.harness_cli("doctor", "--json", check=False)
     return {f["text"]: f["status"] for f in json.loads(done.stdout)["findings"]}
 
 
@@ -67,14 +67,15 @@ def test_doctor_checks_the_endpoint_and_a_reload_onto_a_taken_port_is_reported_a
         with blocker:
             text = _config(f'listen = "127.0.0.1:{taken}"') + '\n[harness.b]\nargv = ["sleep", "600"]\n'
             Path(daemon.config).write_text(text)
-            done = daemon.cli("reload", "--json", check=False)
+            done = daemon.harness_cli("reload", "--json", check=False)
             answer = json.loads(done.stdout)
             assert answer["failed"] == [f"[mcp] listen 127.0.0.1:{taken}: address already in use"]
-            human = daemon.cli("reload", check=False)
+            human = daemon.harness_cli("reload", check=False)
             assert human.returncode == 1
             assert f"failed: [mcp] listen 127.0.0.1:{taken}: address already in use" in human.stderr
-            rows = wait_for(
-                lambda: (r := json.loads(daemon.cli("list", "--json").stdout)) and len(r) == 2 and r
+            rows = wait_until(
+                lambda: (r := json.loads(daemon.harness_cli("list", "--json").stdout)) and len(r) == 2 and r,
+                timeout=30,
             )
             assert {r["name"] for r in rows} == {"a", "b"}  # the rest of the reload applied
 

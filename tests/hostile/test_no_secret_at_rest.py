@@ -63,5 +63,5 @@ def test_no_secret_from_arguments_or_env_files_is_at_rest_in_the_store_or_any_lo
         rows = [c for c in daemon.calls() if c["harness"] == "agent"]
         assert len(rows) == n and all(r["outcome"] == "ok" for r in rows)
         assert (daemon.state / "harness.db-wal").exists()
-        assert leaks(daemon.state, "".join(daemon.stderr)) == []
-    assert leaks(daemon.state, "".join(daemon.stderr)) == []
+        assert leaks(daemon.state, "".join(daemon.stderr_lines)) == []
+    assert leaks(daemon.state, "".join(daemon.stderr_lines)) == []

@@ -54,13 +54,11 @@ GROUP_EVENTS = 256
 GROUP_WINDOW_S = 0.05
 """When woken with fewer than GROUP_EVENTS queued, the writer waits up to GROUP_WINDOW_S for more
 first (any message ends the wait: an ask, a stop, the intake reaching GROUP_EVENTS), so a steady
-trickle of calls costs one commit per window, not one per call. A commit costs ~0.4 ms of CPU
-however few events it holds, so the window sets the writer's CPU per call at ordinary rates: at 300
-calls/s, 267 commits and 22-26 CPU ticks for 1,500 calls with 20 ms, 100 and 11-13 with 50 ms, 64
-and 9-10 with 100 ms. A longer window makes each commit longer, and a call that arrives while one
-runs waits for a CPU behind it: with 100 ms the bare client's p99 rose from 1.17 to 1.28 x the one-hop
-relay's, with 50 ms it stayed (1.11 against 1.09; bench/README, "The commit window"). What a kill -9
-can lose is the last ≈ 50 ms of calls (docs/dataset.md)."""
+trickle of calls costs one commit per window, not one per call. A commit costs the same CPU however
+few events it holds, so the window sets the writer's CPU per call at ordinary rates; a longer window
+makes each commit longer, and a call that arrives while one runs waits for a CPU behind it (the
+figures that chose 50 ms: bench/README.md). What a kill -9 can lose is the last ≈ 50 ms of calls
+(docs/dataset.md)."""
 
 
 RETRY_FIRST_S = 0.1

@@ -39,8 +39,8 @@ class Event(BaseModel):
 
         ``fields`` must hold every field, in declaration order (the stored JSON follows it), each
         value already of its declared type, as the gateway's own code computed it; the dict becomes
-        the event's. What pydantic's ``model_construct`` does for such input, at a seventh of
-        validation's cost (~1 µs against ~7 µs for a call event). A caller's tests compare its
+        the event's. What pydantic's ``model_construct`` does for such input, at a fraction of
+        validation's cost (bench/README.md). A caller's tests compare its
         events with validated ones field for field and byte for byte.
 
         Every such event of a class shares one set of field names as its fields set (an event is

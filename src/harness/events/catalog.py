@@ -73,7 +73,7 @@ class ToolCatalogFetched(Event):
 
 @stored
 class UpstreamExited(Event):
-    """An upstream's process ended (crash, stop, or failed initialize)."""
+    """An upstream's process or HTTP session ended (a crash, a stop, a restart, or a failed start)."""
 
     STORED_NAME = "upstream.exited"
     upstream: str
@@ -86,9 +86,11 @@ class UpstreamExited(Event):
     """Its exit status (negative: killed by that signal); null if unknown."""
 
     reason: str
-    """`stopped`: the daemon stopped it for good (its `upstream.state_changed` says why); the
-    restart's reason (`restart requested`); else why it ended on its own, a restart following:
-    `exited with code N: <its last stderr lines>`, `killed by signal N`, `cannot start: …`."""
+    """`stopped` (the daemon stopped it for good; its `upstream.state_changed` says why),
+    `restart requested` (`harness restart`), or how it ended on its own (the supervisor decides on a
+    restart): `exited with code N`, `killed by signal N` or `exited`, each with the last stderr lines
+    after a colon; `cannot start: …`; for an HTTP upstream `transport error: …`, `the upstream
+    refused the session: …`, `aborted` or `closed`."""
 
 
 @stored
@@ -434,10 +436,11 @@ class UpstreamStateChanged(Event):
     """For `restarting`: seconds until the next start."""
 
     reason: str
-    """Why: `initialized` (up), `exited` (restarting), `flapping` (failed), the restart's reason
-    (`restart requested`), or for `stopped`: `daemon stopping`, `reload` (a reload removed or
-    changed its table), `harness exited` (a `shared = false` instance's harness ended),
-    `catalogue probed` (an instance started only to read the catalogue)."""
+    """Why: `initialized` (it answered its handshake), `exited` (it ended; a restart follows),
+    `flapping` (it restarted too often), `restart requested` (`harness restart`), or for `stopped`:
+    `daemon stopping`, `reload` (a reload removed or changed its table), `harness exited` (a
+    `shared = false` instance's harness ended), `catalogue probed` (an instance started only to read
+    the catalogue)."""
 
 
 @stored

@@ -58,10 +58,9 @@ def encode(event: Event) -> str:
 
     The same text as ``event.model_dump_json()``, without its per-call argument handling. An event
     whose fields are all flat (``FLAT_FIELDS``: strings, numbers, booleans, null) is written by
-    orjson from its field dict, at under half the cost (~2 µs against ~4.5 µs for a call event, the
-    writer's largest share of the GIL); both write the same text (compact, shortest float form,
-    UTF-8 unescaped), which a test checks on arbitrary values. What orjson refuses (an integer
-    beyond 64 bits, a lone surrogate) goes to pydantic.
+    orjson from its field dict, at under half the cost (bench/README.md); both write the same text
+    (compact, shortest float form, UTF-8 unescaped), which a test checks on arbitrary values. What
+    orjson refuses (an integer beyond 64 bits, a lone surrogate) goes to pydantic.
     """
     if event.FLAT_FIELDS:
         try:
@@ -85,8 +84,8 @@ def upcast(name: str, version: int, fields: dict[str, Any]) -> dict[str, Any]:
 def decode(name: str, version: int, data: str) -> Event:
     """Rebuild an event from its stored row, upcasting older versions to the current class.
 
-    The current version is validated straight from the JSON text (pydantic's parser: about 3 µs
-    for a call event, cheaper than ``json.loads`` alone), which is what makes replay fast.
+    The current version is validated straight from the JSON text (pydantic's parser, cheaper than
+    ``json.loads`` alone), which is what makes replay fast.
     """
     cls = event_class(name)
     if version == cls.VERSION:

@@ -197,9 +197,8 @@ def fold_appended(
     The same checkpoints and the same result as ``fold`` over their envelopes, without an envelope
     per event: a projection that folds stored rows in SQL (``apply_stored``: ``call_log``,
     ``top_k``) gets the range of its events, and only the others get envelopes, for their events
-    alone (catalogues, lifecycle: few). Envelopes held for a whole batch were most of the objects
-    the garbage collector had to track and scan while the writer drained a backlog (a fifth of its
-    time, measured with 200,000 queued events).
+    alone (catalogues, lifecycle: few), so a batch being drained is not a batch of envelopes for the
+    garbage collector to track and scan (bench/README.md).
     """
     if not events:
         return

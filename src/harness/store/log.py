@@ -90,9 +90,9 @@ def append_values(cursor: apsw.Cursor, values: Sequence[Any]) -> None:
 
     Up to ``ROWS_PER_INSERT`` rows go in one multi-row INSERT rather than one statement per row:
     SQLite releases the GIL for each statement it runs, and a thread that gives the GIL up while
-    the event loop is busy waits up to the switch interval (5 ms) to get it back. Per row, that
-    stretched a batch of 4,096 events to seconds while calls were being recorded; per 1,024 rows it
-    costs a few waits a batch. It is also a little cheaper than ``executemany`` without contention.
+    the event loop is busy waits up to the switch interval to get it back: per row, a batch would
+    wait once per event while calls are being recorded; per ``ROWS_PER_INSERT`` rows, a few times
+    (bench/README.md).
     """
     step = ROWS_PER_INSERT * ROW_WIDTH
     for start in range(0, len(values), step):

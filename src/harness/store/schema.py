@@ -179,9 +179,8 @@ def store_id(conn: apsw.Connection) -> str:
 
 
 WRITER_CACHE_KIB = 16_384
-"""Page cache of the writer's connection. A group of 4,096 call events dirties ~7 MB of pages; with
-SQLite's default 2 MB cache they spilled into the WAL before the commit and were read back (per
-100,000 events: 18,500 spilled pages, 34,800 misses; with 16 MiB: none, 27)."""
+"""Page cache of the writer's connection: large enough that a full group's dirty pages are not
+spilled into the WAL before the commit and read back, as with SQLite's default (bench/README.md)."""
 
 
 def tune_for_writer(conn: apsw.Connection) -> None:

@@ -11,17 +11,22 @@ from harness.gateway.downstream.connection import BridgeConnection
 from harness.gateway.downstream.session import DownstreamSession
 from harness.gateway.evidence.recording import CallRecorder
 from harness.rules.access import PeerOrigin
-from harness.rules.exposure import EMPTY_VIEW
+from harness.rules.exposure import EMPTY_VIEW, ToolView
 from harness.rules.routing import UNATTRIBUTED, Identity
 
 
 def plain_session(
-    send: Callable[[bytes], None], events: list[Any], identity: Identity = UNATTRIBUTED, **more: Any
+    send: Callable[[bytes], None],
+    events: list[Any],
+    identity: Identity = UNATTRIBUTED,
+    view: ToolView = EMPTY_VIEW,
+    **more: Any,
 ) -> DownstreamSession:
-    """A session with no upstream and no tools, recording its events into ``events``."""
+    """A session with no upstream (and no tools unless ``view`` has some), recording its events into
+    ``events``."""
     return DownstreamSession(
         identity=identity,
-        view=EMPTY_VIEW,
+        view=view,
         links=lambda _name: None,
         recorder=CallRecorder(events.append, "redacted"),
         emit=events.append,

@@ -7,14 +7,16 @@ import json
 import pytest
 from connection_support import plain_session
 
+from harness.config import Config, PolicyConfig, UpstreamConfig
 from harness.gateway.downstream.session import HANDSHAKE_VERSIONS
 from harness.gateway.evidence.recording import CallRecorder
+from harness.rules.exposure import EMPTY_VIEW, ToolView, build_view
 
 
-def make_session(initialized: str | None = "2025-11-25"):
+def make_session(initialized: str | None = "2025-11-25", view: ToolView = EMPTY_VIEW):
     sent: list[dict] = []
     events: list = []
-    session = plain_session(lambda data: sent.append(json.loads(data)), events)
+    session = plain_session(lambda data: sent.append(json.loads(data)), events, view=view)
     if initialized:
         session.handle(
             {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": initialized}}
@@ -65,9 +67,18 @@ def test_malformed_messages_get_json_rpc_errors_and_the_session_goes_on():
 
 
 def test_tools_list_returns_the_views_pre_encoded_tools():
-    session, sent, _ = make_session()
+    config = Config(upstreams={"gitea": UpstreamConfig(name="gitea", argv=("x",))}, policies={})
+    catalog = [
+        {"name": "get_issue", "description": "Read an issue.", "inputSchema": {"type": "object"}},
+        {"name": "merge_pr", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+    ]
+    view = build_view(PolicyConfig(name="p", servers=("gitea",)), config, {"gitea": catalog})
+    session, sent, _ = make_session(view=view)
     session.handle({"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
-    assert sent == [{"jsonrpc": "2.0", "id": 7, "result": {"tools": []}}]
+    (answer,) = sent
+    assert answer["id"] == 7
+    assert answer["result"]["tools"] == json.loads(view.listing_json)
+    assert [t["name"] for t in answer["result"]["tools"][:2]] == ["gitea__get_issue", "gitea__merge_pr"]
 
 
 def test_a_request_id_that_is_not_a_string_or_integer_is_an_invalid_request():

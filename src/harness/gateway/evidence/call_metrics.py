@@ -1,8 +1,8 @@
 """The per-call Prometheus series, counted on the event loop without locks and read at scrape time.
 
 ``prometheus_client``'s ``Counter.inc`` and ``Histogram.observe`` take a lock per value (a histogram
-observation: one per bucket it passes, plus the sum), about 12 µs a call on the 2-core machine, which
-was a third of recording a call. The loop is the only writer of these series, so plain integers do:
+observation: one per bucket it passes, plus the sum), a large share of recording a call
+(bench/README.md). The loop is the only writer of these series, so plain integers do:
 :class:`CallSeries` keeps the counts in dicts the loop updates, and :class:`CallSeriesCollector`
 turns a copy of them into the same metric families (names, labels, buckets, ``_created``) when
 ``/metrics`` is scraped from the listener's thread. Copying a dict is one C call, so a scrape never

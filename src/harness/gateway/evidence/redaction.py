@@ -62,15 +62,14 @@ _RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_
 _RUN_BYTES = bytes(ord("a") if byte in _RUN_CHARS else ord(" ") for byte in range(256))
 _RUN = b"a" * 24
 """A run of 24+ base64/base64url/hex characters (16+ bytes decoded) is what an agent's encoded
-secret looks like. Runs are found on the text translated to ``a``/space (~10 µs per 4 KiB; a regex
-search for such runs costs ~140 µs), decoded, and redacted whole when the decoded text holds a
+secret looks like. Runs are found on the text translated to ``a``/space (cheaper than a regex
+search for them), decoded, and redacted whole when the decoded text holds a
 secret (a path or a hash decodes to bytes that are not text, and is kept)."""
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/=]+").fullmatch
 _HEX_RUN = re.compile(r"[0-9A-Fa-f]+").fullmatch
 _LAYOUT = str.maketrans("", "", "\n\r\t")
-"""Checks of a whole run or text in one C call each (a generator over a 1 KB run's characters cost
-~60 µs a call)."""
+"""Checks of a whole run or text in one C call each, never a generator over its characters."""
 
 
 def _runs(text: str) -> list[str]:
@@ -272,12 +271,12 @@ def _trie_alternation(words: Sequence[str]) -> str:
 
 _MARKER_SEARCH = re.compile(_trie_alternation(MARKERS)).search
 _SHORT_TEXT = 96
-"""Up to this length one regex search for any marker is faster than a substring test per marker
-(~0.8 µs against ~3 µs at 22 characters); beyond it the substring tests win."""
+"""Up to this length one regex search for any marker is faster than a substring test per marker;
+beyond it the substring tests win (bench/README.md)."""
 
 
 def may_hold_secret(text: str) -> bool:
-    """False when no redaction pattern can match ``text`` (the common case, decided in ~1 µs)."""
+    """False when no redaction pattern can match ``text`` (the common case, decided cheaply)."""
     low = text.lower()
     if len(low) <= _SHORT_TEXT:
         return _MARKER_SEARCH(low) is not None

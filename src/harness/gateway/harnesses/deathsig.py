@@ -2,7 +2,7 @@
 ``PR_SET_PDEATHSIG`` (SIGKILL) and then becomes the harness.
 
 ``preexec_fn`` would do the same in the forked child, but it is unsafe in a process with threads (the
-daemon's actors), so a separate interpreter (``python -I -S``, ~12 ms) sets the signal and ``execv``s
+daemon's actors), so a separate interpreter (``python -I -S``) sets the signal and ``execv``s
 the harness: same pid, same session, the harness's own argv. The signal fires when the thread that
 forked the child ends: harnesses are spawned from the event loop's thread, which lives as long as
 the daemon. It does not reach the harness's own children, nor survive a setuid exec: a restarted

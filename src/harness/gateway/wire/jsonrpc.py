@@ -98,7 +98,7 @@ def parse(line: bytes) -> Any:
     """One line as strict JSON: UTF-8, no NaN/Infinity, nested at most :data:`MAX_DEPTH` levels.
     Raises :class:`NotJSON` with the reason.
 
-    orjson reads it when it can (~4x faster); a line it refuses (bad UTF-8, NaN, a lone surrogate
+    orjson reads it when it can (faster); a line it refuses (bad UTF-8, NaN, a lone surrogate
     escape, which standard JSON allows) or that may hold a long integer is read by the standard
     library as before, so what is accepted and every refusal's reason are unchanged."""
     if _LONG_DIGITS not in line.translate(_DIGITS_AS_ZEROS):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import apsw
 import pytest
-from daemon_support import Daemon, env_dumper, faulty, running, toml_list, wait_for
+from daemon_support import DaemonProcess, env_dumper, faulty, running, toml_list, wait_until
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]  # ~8 s of CLI round trips
 
@@ -26,14 +26,14 @@ def _config(folder: Path, extra: str = "") -> str:
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
     folder = tmp_path_factory.mktemp("control")
     with running(folder, _config(folder)) as d:
-        wait_for(lambda: (folder / "live.env").exists() and (folder / "live.env").read_text(), 30)
+        wait_until(lambda: (folder / "live.env").exists() and (folder / "live.env").read_text(), 30)
         yield d
 
 
-def _query(daemon: Daemon, sql: str) -> list[tuple]:
+def _query(daemon: DaemonProcess, sql: str) -> list[tuple]:
     conn = apsw.Connection(str(daemon.state / "harness.db"), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return conn.execute(sql).fetchall()
@@ -41,40 +41,40 @@ def _query(daemon: Daemon, sql: str) -> list[tuple]:
         conn.close()
 
 
-def test_m9_describe_logs_start_stop_and_doctor_are_commands_that_work(daemon):
-    described = json.loads(daemon.cli("describe", "live", "--json").stdout)
+def test_describe_logs_start_stop_and_doctor_are_commands_that_work(daemon):
+    described = json.loads(daemon.harness_cli("describe", "live", "--json").stdout)
     assert (described["kind"], described["state"], described["policy"]) == ("harness", "running", "p")
-    upstream = json.loads(daemon.cli("describe", "up", "--json").stdout)
+    upstream = json.loads(daemon.harness_cli("describe", "up", "--json").stdout)
     assert (upstream["kind"], upstream["transport"], upstream["state"]) == ("upstream", "stdio", "up")
-    assert "state" in daemon.cli("describe", "idle").stdout
-    assert daemon.cli("logs", "live", "--json").returncode == 0
-    assert daemon.cli("logs", "up", "--json").returncode == 0
-    nobody = daemon.cli("describe", "nobody", check=False)
+    assert "state" in daemon.harness_cli("describe", "idle").stdout
+    assert daemon.harness_cli("logs", "live", "--json").returncode == 0
+    assert daemon.harness_cli("logs", "up", "--json").returncode == 0
+    nobody = daemon.harness_cli("describe", "nobody", check=False)
     assert nobody.returncode == 1 and "no harness or upstream named 'nobody'" in nobody.stderr
-    daemon.cli("start", "idle")
-    assert json.loads(daemon.cli("describe", "idle", "--json").stdout)["state"] == "running"
-    daemon.cli("stop", "idle")
-    assert json.loads(daemon.cli("describe", "idle", "--json").stdout)["state"] == "stopped"
-    assert daemon.cli("doctor").returncode == 0
+    daemon.harness_cli("start", "idle")
+    assert json.loads(daemon.harness_cli("describe", "idle", "--json").stdout)["state"] == "running"
+    daemon.harness_cli("stop", "idle")
+    assert json.loads(daemon.harness_cli("describe", "idle", "--json").stdout)["state"] == "stopped"
+    assert daemon.harness_cli("doctor").returncode == 0
 
 
-def test_m15_status_shows_each_upstreams_state_breaker_and_calls_in_flight(daemon):
-    status = json.loads(daemon.cli("status", "--json").stdout)
+def test_status_shows_each_upstreams_state_breaker_and_calls_in_flight(daemon):
+    status = json.loads(daemon.harness_cli("status", "--json").stdout)
     up = status["upstreams"]["up"]
     assert up["state"] == "up" and up["breaker"] == "closed" and up["in_flight"] == 0 and up["tools"] >= 6
-    table = daemon.cli("status").stdout.splitlines()
+    table = daemon.harness_cli("status").stdout.splitlines()
     header = next(line for line in table if line.startswith("UPSTREAM"))
     assert all(word in header for word in ("STATE", "PID", "IN-FLIGHT", "BREAKER"))
     row = next(line for line in table if line.startswith("up ")).split()
     assert row[1] == "up" and row[header.split().index("BREAKER")] == "closed"
 
 
-def test_m1_a_requested_restart_closes_stdin_first_and_is_not_counted_as_a_crash(daemon):
+def test_a_requested_restart_closes_stdin_first_and_is_not_counted_as_a_crash(daemon):
     log = daemon.config.parent / "up.jsonl"
-    before = json.loads(daemon.cli("status", "--json").stdout)["upstreams"]["up"]["pid"]
+    before = json.loads(daemon.harness_cli("status", "--json").stdout)["upstreams"]["up"]["pid"]
     for _ in range(3):
-        daemon.cli("restart", "up")
-    after = json.loads(daemon.cli("status", "--json").stdout)["upstreams"]["up"]
+        daemon.harness_cli("restart", "up")
+    after = json.loads(daemon.harness_cli("status", "--json").stdout)["upstreams"]["up"]
     assert after["state"] == "up" and after["pid"] != before
     eofs = [line for line in log.read_text().splitlines() if json.loads(line).get("stdin") == "eof"]
     assert len(eofs) == 3  # each old process saw its stdin close: never a SIGKILL first
@@ -86,11 +86,11 @@ def test_m1_a_requested_restart_closes_stdin_first_and_is_not_counted_as_a_crash
     assert restarts == 0  # restarts counts exits the daemon did not ask for
 
 
-def test_m7_reload_names_the_harnesses_it_started(daemon):
+def test_reload_names_the_harnesses_it_started(daemon):
     late = daemon.config.parent / "late.env"
     daemon.config.write_text(
         _config(daemon.config.parent, f"\n[harness.late]\nargv = {toml_list(env_dumper(late))}\n")
     )
-    out = daemon.cli("reload").stdout
+    out = daemon.harness_cli("reload").stdout
     assert "harnesses started: late" in out, out
-    wait_for(lambda: late.exists() and late.read_text(), 30)
+    wait_until(lambda: late.exists() and late.read_text(), 30)

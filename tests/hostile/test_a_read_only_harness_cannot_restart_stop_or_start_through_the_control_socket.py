@@ -12,14 +12,14 @@ import apsw
 import pytest
 from daemon_support import (
     PY,
-    Daemon,
+    DaemonProcess,
     RawSession,
     env_dumper,
     faulty,
     harness_env,
     running,
     toml_list,
-    wait_for,
+    wait_until,
 )
 
 AGENT = Path(__file__).with_name("control_agent.py")
@@ -45,15 +45,15 @@ def _config(tmp_path: Path, name: str, allow: list[str], steps: list[tuple[str, 
     )
 
 
-def _rows(daemon: Daemon) -> dict[str, dict]:
-    return {r["name"]: r for r in json.loads(daemon.cli("list", "--json").stdout)}
+def _rows(daemon: DaemonProcess) -> dict[str, dict]:
+    return {r["name"]: r for r in json.loads(daemon.harness_cli("list", "--json").stdout)}
 
 
 def _read(path: Path) -> str:
     return path.read_text() if path.exists() else ""
 
 
-def _upstream_starts(daemon: Daemon) -> int:
+def _upstream_starts(daemon: DaemonProcess) -> int:
     conn = apsw.Connection(str(daemon.state / "harness.db"), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return conn.execute("SELECT count(*) FROM events WHERE name = 'upstream.started'").fetchall()[0][0]
@@ -61,8 +61,8 @@ def _upstream_starts(daemon: Daemon) -> int:
         conn.close()
 
 
-def _upstream_pid(daemon: Daemon) -> int:
-    return json.loads(daemon.cli("status", "--json").stdout)["upstreams"]["up"]["pid"]
+def _upstream_pid(daemon: DaemonProcess) -> int:
+    return json.loads(daemon.harness_cli("status", "--json").stdout)["upstreams"]["up"]["pid"]
 
 
 @pytest.mark.slow  # about 8 s of CLI round trips
@@ -80,8 +80,8 @@ def test_a_read_only_harness_cannot_restart_stop_or_start_anything_and_the_opera
     }
     steps = [("list", _harness("list", "--json", state=state)), *writes.items()]
     with running(tmp_path, _config(tmp_path, "attacker", ["read"], steps)) as daemon:
-        live_run = json.loads(wait_for(lambda: _read(tmp_path / "live.env"), 30))["HARNESS_RUN_ID"]
-        results = json.loads(wait_for(lambda: _read(tmp_path / "agent.json"), 90))
+        live_run = json.loads(wait_until(lambda: _read(tmp_path / "live.env"), 30))["HARNESS_RUN_ID"]
+        results = json.loads(wait_until(lambda: _read(tmp_path / "agent.json"), 90))
 
         listed = [row["name"] for row in json.loads(results["list"]["stdout"])]
         assert results["list"]["rc"] == 0 and listed == ["attacker"]  # a read-only harness sees itself
@@ -95,17 +95,17 @@ def test_a_read_only_harness_cannot_restart_stop_or_start_anything_and_the_opera
         assert _upstream_starts(daemon) == 1
         up_pid = _upstream_pid(daemon)
 
-        assert "restarted harness live" in daemon.cli("restart", "live").stdout
+        assert "restarted harness live" in daemon.harness_cli("restart", "live").stdout
         assert _rows(daemon)["live"]["run_id"] != live_run
-        daemon.cli("stop", "live")
+        daemon.harness_cli("stop", "live")
         assert _rows(daemon)["live"]["state"] == "stopped"
-        daemon.cli("start", "live")
-        daemon.cli("start", "idle")
+        daemon.harness_cli("start", "live")
+        daemon.harness_cli("start", "idle")
         assert {r["state"] for r in _rows(daemon).values()} == {"running"}
-        daemon.cli("restart", "up")
+        daemon.harness_cli("restart", "up")
         assert _upstream_pid(daemon) != up_pid
-        assert "reloaded" in daemon.cli("reload").stdout
-    assert any("refused control request 'restart'" in line for line in daemon.stderr)
+        assert "reloaded" in daemon.harness_cli("reload").stdout
+    assert any("refused control request 'restart'" in line for line in daemon.stderr_lines)
 
 
 def test_a_harness_allowed_write_may_restart_a_sibling_but_not_reload_the_configuration(tmp_path):
@@ -116,7 +116,7 @@ def test_a_harness_allowed_write_may_restart_a_sibling_but_not_reload_the_config
         ("reload", _harness("reload", state=state)),
     ]
     with running(tmp_path, _config(tmp_path, "admin", ["read", "write"], steps)) as daemon:
-        results = json.loads(wait_for(lambda: _read(tmp_path / "agent.json"), 90))
+        results = json.loads(wait_until(lambda: _read(tmp_path / "agent.json"), 90))
         assert results["restart-live"]["rc"] == 0, results["restart-live"]
         assert results["start-idle"]["rc"] == 0, results["start-idle"]
         assert results["reload"]["rc"] == 1 and "reserved to the operator" in results["reload"]["stderr"]
@@ -137,7 +137,7 @@ def test_a_read_only_harness_cannot_restart_stop_or_start_through_its_mcp_sessio
         'mcp_allow = ["read"]\n'
     )
     with running(tmp_path, config) as daemon:
-        live_run = json.loads(wait_for(lambda: _read(tmp_path / "live.env"), 30))["HARNESS_RUN_ID"]
+        live_run = json.loads(wait_until(lambda: _read(tmp_path / "live.env"), 30))["HARNESS_RUN_ID"]
         up_pid = _upstream_pid(daemon)
         session = RawSession(harness_env(tmp_path / "reader.env"))
         try:

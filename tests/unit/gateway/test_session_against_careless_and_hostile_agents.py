@@ -49,7 +49,7 @@ def calls(events: list) -> list[ToolCallCompleted]:
 
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
-def test_m3_a_nan_in_a_request_is_refused_at_the_edge_with_its_id_and_recorded(constant):
+def test_a_nan_in_a_request_is_refused_at_the_edge_with_its_id_and_recorded(constant):
     session, sent, events = session_for()
     head = '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x__y","arguments":{"a":'
     line = (head + constant + "}}}").encode()
@@ -63,7 +63,7 @@ def test_m3_a_nan_in_a_request_is_refused_at_the_edge_with_its_id_and_recorded(c
     assert (row.outcome, row.error_reason, row.upstream) == ("denied", "invalid_request", "harness")
 
 
-def test_m3_bad_utf8_and_garbage_are_parse_errors_without_an_id():
+def test_bad_utf8_and_garbage_are_parse_errors_without_an_id():
     for line in (b'{"id":1,"method":"ping"\xff}', b"{not json", b'{"a":1e99999}x'):
         with pytest.raises(jsonrpc.NotJSON):
             jsonrpc.parse(line)
@@ -72,7 +72,7 @@ def test_m3_bad_utf8_and_garbage_are_parse_errors_without_an_id():
     assert sent[0]["id"] is None and sent[0]["error"]["code"] == jsonrpc.PARSE_ERROR
 
 
-def test_m3_what_goes_upstream_is_ascii_so_no_agent_text_can_make_a_line_an_upstream_drops():
+def test_what_goes_upstream_is_ascii_so_no_agent_text_can_make_a_line_an_upstream_drops():
     line = jsonrpc.encode_ascii({"text": "caf\u00e9 \ud800 \U0001f600"})
     assert line.isascii() and json.loads(line)["text"] == "caf\u00e9 \ud800 \U0001f600"
 
@@ -80,7 +80,7 @@ def test_m3_what_goes_upstream_is_ascii_so_no_agent_text_can_make_a_line_an_upst
 # ---------------------------------------------------------------- M4 / M5: redaction
 
 
-def test_m4_a_search_query_is_redacted_in_its_event_and_its_row():
+def test_a_search_query_is_redacted_in_its_event_and_its_row():
     def search(query, k, allowed, done):
         done([], None)
 
@@ -102,7 +102,7 @@ def test_m4_a_search_query_is_redacted_in_its_event_and_its_row():
 
 
 @pytest.mark.parametrize("mode", ["hash", "none"])
-def test_m4_a_search_query_is_not_stored_at_all_under_hash_or_none(mode):
+def test_a_search_query_is_not_stored_at_all_under_hash_or_none(mode):
     def search(query, k, allowed, done):
         done([], None)
 
@@ -134,7 +134,7 @@ def test_m4_a_search_query_is_not_stored_at_all_under_hash_or_none(mode):
         "my password is RV-7",
     ],
 )
-def test_m5_prefixed_env_style_names_and_the_other_misses_are_redacted(text):
+def test_prefixed_env_style_names_and_the_other_misses_are_redacted(text):
     assert "RV-" not in redact_text(text)
     assert "RV-" not in redacted_args({"command": text})
 
@@ -163,12 +163,12 @@ def test_text_near_the_curl_cookie_and_sshpass_forms_is_kept(text):
 
 
 @pytest.mark.parametrize("key", ["pwd", "session", "DB_PASSWORD", "api_key", "X-Api-Key", "stripe_key"])
-def test_m5_values_under_secret_keys_are_redacted(key):
+def test_values_under_secret_keys_are_redacted(key):
     assert "RV-" not in redacted_args({key: "RV-12", "nested": {key: ["RV-13"]}})
 
 
 @pytest.mark.parametrize("text", ["mkdir -p build && ls", "find . -print", "keyboard=us", "monkey business"])
-def test_m5_ordinary_text_that_looks_close_is_kept(text):
+def test_ordinary_text_that_looks_close_is_kept(text):
     assert redact_text(text) == text
 
 
@@ -184,7 +184,7 @@ def test_m5_ordinary_text_that_looks_close_is_kept(text):
         "params as a string",
     ],
 )
-def test_m2_a_malformed_call_gets_data_reason_and_a_row(params):
+def test_a_malformed_call_gets_data_reason_and_a_row(params):
     session, sent, events = session_for()
     session.handle({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params})
     error = sent[0]["error"]
@@ -193,7 +193,7 @@ def test_m2_a_malformed_call_gets_data_reason_and_a_row(params):
     assert (row.outcome, row.error_reason, row.upstream) == ("denied", "invalid_request", "harness")
 
 
-def test_m2_call_tool_with_bad_arguments_gets_data_reason_and_a_row():
+def test_call_tool_with_bad_arguments_gets_data_reason_and_a_row():
     session, sent, events = session_for(view=_lazy_view())
     session.handle(
         {
@@ -210,7 +210,7 @@ def test_m2_call_tool_with_bad_arguments_gets_data_reason_and_a_row():
 # ---------------------------------------------------------------- m14: JSON-RPC edge cases
 
 
-def test_m14_requests_before_initialize_are_refused_except_ping():
+def test_requests_before_initialize_are_refused_except_ping():
     session, sent, _ = session_for(version=None)
     session.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     session.handle({"jsonrpc": "2.0", "id": 2, "method": "ping"})
@@ -218,7 +218,7 @@ def test_m14_requests_before_initialize_are_refused_except_ping():
     assert sent[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
 
 
-def test_m14_a_second_initialize_is_refused():
+def test_a_second_initialize_is_refused():
     session, sent, _ = session_for()
     session.handle(
         {"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {"protocolVersion": "2024-11-05"}}
@@ -228,13 +228,13 @@ def test_m14_a_second_initialize_is_refused():
 
 
 @pytest.mark.parametrize("message", [{"jsonrpc": "2.0", "id": 301, "method": 123}, {"id": 300}])
-def test_m14_a_request_without_a_valid_method_is_answered_with_its_id(message):
+def test_a_request_without_a_valid_method_is_answered_with_its_id(message):
     session, sent, _ = session_for()
     session.handle(message)
     assert sent[0]["id"] == message["id"] and sent[0]["error"]["code"] == jsonrpc.INVALID_REQUEST
 
 
-def test_m14_a_batch_is_served_in_2025_03_26_and_refused_after():
+def test_a_batch_is_served_in_2025_03_26_and_refused_after():
     session, sent, _ = session_for(version="2025-03-26")
     session.handle(
         [{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
@@ -287,7 +287,7 @@ def _calls_labels() -> list[dict[str, str]]:
     ]
 
 
-def test_m7_an_unknown_name_is_recorded_under_harness_never_as_a_made_up_upstream():
+def test_an_unknown_name_is_recorded_under_harness_never_as_a_made_up_upstream():
     session, _sent, events = session_for()
     upstreams_before = {labels["upstream"] for labels in _calls_labels()}
     for i in range(250):
@@ -318,7 +318,7 @@ def test_unknown_names_share_one_unknown_series_and_never_push_a_gateway_tool_in
     assert not any(tool.startswith("junk") for tool in tools) and "__other__" not in tools
 
 
-def test_m16_a_refusal_to_an_unattributed_session_names_the_token_as_the_problem():
+def test_a_refusal_to_an_unattributed_session_names_the_token_as_the_problem():
     session, sent, _ = session_for()
     session.handle(
         {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x__y", "arguments": {}}}
@@ -352,13 +352,13 @@ def _tiered_view(read_only: bool):
     return build_view(policy, config, catalog, read_only=read_only)
 
 
-def test_m10_a_write_tools_override_shows_in_the_listed_read_only_hint():
+def test_a_write_tools_override_shows_in_the_listed_read_only_hint():
     listed = {t["name"]: t for t in json.loads(_tiered_view(read_only=False).listing_json)}
     assert listed["everything__get-env"]["annotations"]["readOnlyHint"] is False
     assert listed["everything__echo"]["annotations"]["readOnlyHint"] is True
 
 
-def test_m10_a_read_only_harness_is_not_listed_write_tools_but_calling_one_names_the_tier():
+def test_a_read_only_harness_is_not_listed_write_tools_but_calling_one_names_the_tier():
     view = _tiered_view(read_only=True)
     assert [t["name"] for t in json.loads(view.listing_json)] == ["everything__echo", *FACADE_READ]
     assert view.resolve("everything__write-file") is not None  # still refused as a write tool

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from harness.actors.log_writer import EventIntake, LogWriterActor
 from harness.sample_store import SyntheticLog, load_catalogs
 from notebook_support import execute_notebook, images, printed
@@ -31,7 +29,6 @@ def generated_store(path: Path) -> Path:
     return path
 
 
-@pytest.mark.slow  # ~7 s: a Jupyter kernel runs the whole notebook
 def test_the_call_log_notebook_runs_and_its_checks_hold(tmp_path, monkeypatch):
     store = generated_store(tmp_path / "harness.db")
     outputs = execute_notebook(store, tmp_path, monkeypatch)

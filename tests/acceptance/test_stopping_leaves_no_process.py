@@ -13,8 +13,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from in_process import running_daemon
 
+from in_process import running_daemon
 from support import FAULTY_UPSTREAM, PY, await_until, toml_list
 
 
@@ -23,7 +23,6 @@ def _config(pid_file: Path, *extra: str) -> str:
     return f"[mcp.stubborn]\nargv = {toml_list(argv)}\n"
 
 
-@pytest.mark.slow
 def test_an_upstream_a_reload_is_stopping_is_stopped_when_the_daemon_stops_meanwhile(tmp_path: Path):
     old_pids, config_path = tmp_path / "old.json", tmp_path / "harness.toml"
     config_path.write_text(_config(old_pids))

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from daemon_support import PY, RawSession, env_dumper, faulty, harness_env, running, toml_list, wait_for
+from daemon_support import PY, RawSession, env_dumper, faulty, harness_env, running, toml_list, wait_until
 
 HOLD_ALL = """
 import json, socket, sys
@@ -66,7 +66,7 @@ def test_5000_idle_connections_leave_the_daemon_bounded_and_a_new_bridge_still_g
     with running(tmp_path, _config(dump)) as daemon:
         env = harness_env(dump)
         path = str(daemon.state / "harness.sock")
-        fds_before, err_before = _fds(daemon.proc.pid), _stderr_bytes(daemon.stderr)
+        fds_before, err_before = _fds(daemon.proc.pid), _stderr_bytes(daemon.stderr_lines)
         peak = [fds_before]
         done = threading.Event()
 
@@ -106,9 +106,9 @@ def test_5000_idle_connections_leave_the_daemon_bounded_and_a_new_bridge_still_g
         assert len(held) + refused_by_os == 5000 and held
         assert session_s < 1.0
         assert peak[0] - fds_before < 1000  # at most 16 held for this process, plus accepts in flight
-        wait_for(lambda: _fds(daemon.proc.pid) <= fds_before + 2, timeout=15)
-        assert _stderr_bytes(daemon.stderr) - err_before < 100_000
-        assert not any("Traceback" in line for line in daemon.stderr)
+        wait_until(lambda: _fds(daemon.proc.pid) <= fds_before + 2, timeout=15)
+        assert _stderr_bytes(daemon.stderr_lines) - err_before < 100_000
+        assert not any("Traceback" in line for line in daemon.stderr_lines)
 
 
 def _start_with_nofile(tmp_path: Path, nofile: int) -> tuple[subprocess.Popen[bytes], Path, list[str]]:

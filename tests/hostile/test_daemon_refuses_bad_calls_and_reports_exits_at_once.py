@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from daemon_support import PY, RawSession, env_dumper, faulty, harness_env, running, toml_list, wait_for
+from daemon_support import PY, RawSession, env_dumper, faulty, harness_env, running, toml_list, wait_until
 
 
 def _config(record: Path, dump: Path, sibling: Path) -> str:
@@ -20,7 +20,7 @@ def _config(record: Path, dump: Path, sibling: Path) -> str:
     )
 
 
-def test_m3_nan_calls_are_refused_at_once_never_reach_the_upstream_and_cannot_open_the_breaker(tmp_path):
+def test_nan_calls_are_refused_at_once_never_reach_the_upstream_and_cannot_open_the_breaker(tmp_path):
     record, dump, sibling = tmp_path / "up.rec", tmp_path / "attacker.env", tmp_path / "sibling.env"
     with running(tmp_path, _config(record, dump, sibling)):
         attacker = RawSession(harness_env(dump))
@@ -49,7 +49,7 @@ def test_m3_nan_calls_are_refused_at_once_never_reach_the_upstream_and_cannot_op
         assert len([r for r in received if r.get("name") == "echo"]) == 1  # only the sibling's call
 
 
-def test_m8_an_upstream_that_exits_at_once_is_noticed_at_once_with_its_code_and_stderr(tmp_path):
+def test_an_upstream_that_exits_at_once_is_noticed_at_once_with_its_code_and_stderr(tmp_path):
     crashy = [PY, "-c", "import sys; sys.stderr.write('crashing: bad flag --bogus\\n'); sys.exit(3)"]
     config = f"[mcp.crashy]\nargv = {toml_list(crashy)}\n\n[mcp.ok]\nargv = {toml_list(faulty())}\n"
     started = time.monotonic()
@@ -70,12 +70,12 @@ def test_m8_an_upstream_that_exits_at_once_is_noticed_at_once_with_its_code_and_
             finally:
                 conn.close()
 
-        first = wait_for(exits, timeout=10)[0]
+        first = wait_until(exits, timeout=10)[0]
         assert first["returncode"] == 3
         assert "exited with code 3" in first["reason"] and "crashing: bad flag --bogus" in first["reason"]
 
 
-def test_m1_a_relative_state_dir_gives_agents_an_absolute_socket_that_works(tmp_path):
+def test_a_relative_state_dir_gives_agents_an_absolute_socket_that_works(tmp_path):
     dump = tmp_path / "agent.env"
     config = (
         f'[mcp.up]\nargv = {toml_list(faulty())}\n\n[mcp_policy.p]\nservers = ["up"]\n\n'
@@ -94,7 +94,7 @@ def test_m1_a_relative_state_dir_gives_agents_an_absolute_socket_that_works(tmp_
             session.close()
 
 
-def test_m8_path_a_spawned_harness_runs_the_daemons_own_harness_command(tmp_path):
+def test_path_a_spawned_harness_runs_the_daemons_own_harness_command(tmp_path):
     fake = tmp_path / "fakebin"
     fake.mkdir()
     (fake / "harness").write_text("#!/bin/sh\nexit 9\n")
@@ -105,7 +105,7 @@ def test_m8_path_a_spawned_harness_runs_the_daemons_own_harness_command(tmp_path
     os.environ["PATH"] = f"{fake}{os.pathsep}{old}"
     try:
         with running(tmp_path, config):
-            env = json.loads(wait_for(lambda: dump.exists() and dump.read_text()))
+            env = json.loads(wait_until(lambda: dump.exists() and dump.read_text(), timeout=30))
     finally:
         os.environ["PATH"] = old
     first = env["PATH"].split(os.pathsep)[0]

@@ -13,8 +13,6 @@ from harness.config import UpstreamConfig
 from harness.gateway.upstream.http_client import HttpUpstream
 from support import INITIALIZE, await_until, http_upstream
 
-pytestmark = pytest.mark.slow
-
 WAIT = 10.0
 INITIALIZE = {**INITIALIZE, "params": {**INITIALIZE["params"], "capabilities": {"elicitation": {}}}}
 

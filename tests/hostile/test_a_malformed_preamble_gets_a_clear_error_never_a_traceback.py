@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from daemon_support import faulty, running, toml_list, wait_for
+from daemon_support import faulty, running, toml_list, wait_until
 from raw_socket import raw_exchange
 
 
@@ -25,7 +25,10 @@ def test_each_bad_preamble_gets_an_error_line_and_the_daemon_logs_no_traceback(t
             raw_exchange(sock, b'{"harness_bridge": 1, "kind": "control", "command": "list"}\n')
         )
         assert good["ok"] is True
-        wait_for(
-            lambda: sum("harness_bridge" in line or "kind must be" in line for line in daemon.stderr) >= 1, 5
+        wait_until(
+            lambda: (
+                sum("harness_bridge" in line or "kind must be" in line for line in daemon.stderr_lines) >= 1
+            ),
+            5,
         )
-    assert not any("Traceback" in line for line in daemon.stderr)
+    assert not any("Traceback" in line for line in daemon.stderr_lines)
