@@ -12,8 +12,6 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-import psutil
-
 from devtools.children import end_child
 from devtools.spawned import env_dumper, env_with, harness_vars, toml_list  # noqa: F401 - re-exported
 from support import DaemonProcess, assert_stored_args_parse, running, wait_until  # noqa: F401 - re-exported
