@@ -89,8 +89,8 @@ class UpstreamExited(Event):
     """`stopped` (the daemon stopped it for good; its `upstream.state_changed` says why),
     `restart requested` (`harness restart`), or how it ended on its own (the supervisor decides on a
     restart): `exited with code N`, `killed by signal N` or `exited`, each with the last stderr lines
-    after a colon; `cannot start: …`; for an HTTP upstream `transport error: …`, `the upstream
-    refused the session: …`, `aborted` or `closed`."""
+    after a colon; `cannot start: …`; for an HTTP upstream `transport error: …`,
+    `the upstream refused the session: …`, `aborted` or `closed`."""
 
 
 @stored
