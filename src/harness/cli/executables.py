@@ -3,23 +3,23 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
 from harness.cli.config_lines import declaring_file, key_line
 from harness.config import Config, ConfigError, UpstreamConfig, resolve_upstream_env
+from harness.gateway.harnesses.deathsig import resolve_program
 from harness.gateway.processes import minimal_env
 
 
 def resolve(argv0: str, cwd: Path, path: str) -> str | None:
-    """The executable ``argv0`` names: with a slash, relative to ``cwd``; else the first on ``path``."""
-    if "/" in argv0:
-        found = cwd / argv0
-        return str(found) if found.is_file() and os.access(found, os.X_OK) else None
-    return shutil.which(argv0, path=path)
+    """The executable ``argv0`` names (with a slash, relative to ``cwd``; else the first on ``path``),
+    found as the spawner finds it; None where starting it would fail."""
+    try:
+        return resolve_program(argv0, {"PATH": path}, cwd)
+    except OSError:
+        return None
 
 
 def upstream_commands(config: Config) -> Iterator[tuple[Literal["ok", "problem"], str]]:
