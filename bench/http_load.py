@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import resource
-import signal
 import socket
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from collections import Counter
 from pathlib import Path
 
 import dev_path
+from devtools.children import stop_daemon
 from devtools.http_fuzz import fuzz
 from devtools.spawned import toml_list
 
@@ -129,15 +129,7 @@ def http_load(
         alive = daemon.poll() is None
         grown = sum(map(len, stderr)) - before
     finally:
-        if daemon.poll() is None:
-            daemon.send_signal(signal.SIGTERM)
-        try:
-            code = daemon.wait(30)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            code = daemon.wait(10)
-        reader.join(10)
-        daemon.stderr.close()
+        code = stop_daemon(daemon, reader)
     log = b"".join(stderr).decode(errors="replace")
     during = [p for p in _probe_lines(probe_out) if started <= p["at"] <= ended]
     slowest = max((p["seconds"] for p in during), default=0.0)

@@ -9,7 +9,6 @@ hostile messages as ``fuzzer`` while ``sibling`` calls through a real ``harness 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import apsw
 
+from devtools.children import stop_daemon
 from devtools.fuzz import FuzzPace, FuzzResult, Sibling, run_fuzz
 from devtools.spawned import env_dumper, env_with, harness_vars, toml_list
 
@@ -108,15 +108,7 @@ def fuzz_daemon(
                 break
             time.sleep(0.1)
     finally:
-        if daemon.poll() is None:
-            daemon.send_signal(signal.SIGTERM)
-        try:
-            code = daemon.wait(30)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            code = daemon.wait(10)
-        reader.join(10)
-        daemon.stderr.close()
+        code = stop_daemon(daemon, reader)
     log = b"".join(stderr).decode(errors="replace")
     figures: dict[str, object] = {
         "messages": result.messages,

@@ -12,6 +12,7 @@ import apsw
 from harness.events import Envelope, registered
 from harness.projections import all_projections
 from harness.store import StoreError, to_envelope
+from harness.store.log import time_window
 
 Unknown = Literal["raise", "skip", "raw"]
 """What ``events()`` does with an event this code cannot decode (a newer version, or a stored name
@@ -49,10 +50,8 @@ def read_events(
     if name is not None:
         sql += " AND name = ?"
         args.append(name)
-    if since is not None:
-        sql += " AND ts >= ?"
-        args.append(since)
-    for row in conn.execute(sql + " ORDER BY position", args):
+    window, bounds = time_window(since, None)
+    for row in conn.execute(sql + window + " ORDER BY position", [*args, *bounds]):
         position, ts, stored, version, correlation, data = row
         if decodable(stored, version, known):
             yield to_envelope(row)
