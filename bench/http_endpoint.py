@@ -18,6 +18,7 @@ Run: ``python bench/http_endpoint.py --rounds 4 -n 500``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 import statistics
@@ -98,6 +99,9 @@ def main() -> None:
         help="the HTTP clients' mode: auto speaks 2026-07-28 to both the upstream and the endpoint, "
         "legacy 2025-11-25 (the bridge client is always legacy) (%(default)s)",
     )
+    ap.add_argument(
+        "--json-out", type=Path, help="also write every round's figures here (bench/paired.py reads it)"
+    )
     a = ap.parse_args()
     upstream, port = start_upstream(*(() if a.sse else ("--json-response",)))
     listen = free_port()
@@ -140,6 +144,8 @@ def main() -> None:
         print(ratio_line(results, path, base))
     for path, cpu in cpu_per_call.items():
         print(f"daemon CPU per call, {path}: {statistics.median(cpu):.0f} us")
+    if a.json_out:
+        a.json_out.write_text(json.dumps({"results": results, "daemon_cpu_us_per_call": cpu_per_call}))
 
 
 if __name__ == "__main__":

@@ -1,20 +1,25 @@
-"""Paired runs of a rate benchmark: this checkout against an earlier commit, alternating, same machine.
+"""Paired runs of a benchmark: this checkout against an earlier commit, alternating, same machine.
 
-On a small, noisy machine an absolute events/s figure moves by half between runs; the ratio of two
-codes measured back to back moves much less. This script runs a benchmark script (``event_rate.py``,
-``store_throughput.py``: anything that prints ``[<what> ]events/s median N``) ``--rounds`` times under
+On a small, noisy machine an absolute figure moves by half between runs; the ratio of two codes
+measured back to back moves much less. This script runs a benchmark script ``--rounds`` times under
 each code, order alternating round by round: ``ours`` is this checkout's ``src/``, ``before`` the
-``src/`` of ``--before REV`` (``git archive``) put first on ``PYTHONPATH``. The benchmark script
-itself is always this checkout's. Per figure it prints each round's pair, the medians and the median
-of the rounds' ratios ours/before.
+``src/`` of ``--before REV`` (``git archive``) put first on ``PYTHONPATH`` (the daemon and bridge a
+benchmark starts inherit it). The benchmark script itself is always this checkout's. Per figure it
+prints the medians of each code and the median of the rounds' ratios ours/before, with every round's.
 
-Example: ``python bench/paired.py --before a0fe145 --rounds 3 -- bench/store_throughput.py -n 100000
---replay-calls 0 --repeats 1``.
+Figures come from what the script prints (``[<what> ]events/s median N``: ``event_rate.py``,
+``store_throughput.py``) or, for the scripts in ``JSON_FIGURES`` (``gateway_overhead.py``,
+``http_endpoint.py``), from the file it writes with ``--json-out``, which this script adds.
+
+Examples: ``python bench/paired.py --before a0fe145 --rounds 3 -- bench/store_throughput.py -n 100000
+--replay-calls 0 --repeats 1``; ``python bench/paired.py --before d2a6b1c --rounds 6 --
+bench/gateway_overhead.py --rounds 1 -n 1000 -c 8 -m 125 --clients sdk,raw``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import statistics
@@ -22,7 +27,9 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE = re.compile(r"^(?P<what>[\w-]+ )?events/s median (?P<rate>[\d,]+)", re.MULTILINE)
@@ -37,12 +44,57 @@ def checkout_src(rev: str, into: Path) -> Path:
     return into / "src"
 
 
-def run_once(script: list[str], src: Path) -> dict[str, float]:
+def overhead_figures(out: dict[str, Any]) -> dict[str, float]:
+    """``gateway_overhead.py``: per client, the gateway against direct and the one-hop relay."""
+    figures: dict[str, float] = {}
+    for client, paths in out["results"].items():
+        gw, direct, relay = paths["gateway"][0], paths["direct"][0], paths["relay1"][0]
+        figures |= {
+            f"{client} p50 gateway/direct": gw["seq"]["p50_ms"] / direct["seq"]["p50_ms"],
+            f"{client} p50 gateway/relay1": gw["seq"]["p50_ms"] / relay["seq"]["p50_ms"],
+            f"{client} p99 gateway/relay1": gw["seq"]["p99_ms"] / relay["seq"]["p99_ms"],
+            f"{client} seq calls/s gateway/direct": gw["seq"]["calls_per_s"] / direct["seq"]["calls_per_s"],
+            f"{client} conc calls/s gateway/direct": gw["conc"]["calls_per_s"]
+            / direct["conc"]["calls_per_s"],
+            f"{client} daemon CPU us/call": gw["_gateway"]["daemon_cpu_us_per_call"],
+        }
+    return figures
+
+
+def endpoint_figures(out: dict[str, Any]) -> dict[str, float]:
+    """``http_endpoint.py``: the endpoint and the bridge against direct, medians over its rounds."""
+    rounds = out["results"]
+    figures: dict[str, float] = {}
+    for path in ("gateway", "bridge"):
+        for key in ("p50", "p99", "cps"):
+            ratios = [p[key] / d[key] for p, d in zip(rounds[path], rounds["direct"], strict=True)]
+            figures[f"{path}/direct {key}"] = statistics.median(ratios)
+        figures[f"{path} daemon CPU us/call"] = statistics.median(out["daemon_cpu_us_per_call"][path])
+    return figures
+
+
+JSON_FIGURES: dict[str, Callable[[dict[str, Any]], dict[str, float]]] = {
+    "gateway_overhead.py": overhead_figures,
+    "http_endpoint.py": endpoint_figures,
+}
+"""Benchmarks whose figures are read from their ``--json-out`` file."""
+
+
+def run_once(script: list[str], src: Path, scratch: Path) -> dict[str, float]:
     """One run of the benchmark with ``src`` first on the path: its figures by name."""
     env = {**os.environ, "PYTHONPATH": str(src)}
+    from_json = JSON_FIGURES.get(Path(script[0]).name)
+    out = scratch / "figures.json"
+    argv = [*script, "--json-out", str(out)] if from_json else script
     done = subprocess.run(
-        [sys.executable, *script], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+        [sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True, check=False
     )
+    if from_json:
+        if done.returncode != 0 or not out.exists():
+            raise SystemExit(
+                f"{script} failed (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+            )
+        return from_json(json.loads(out.read_text()))
     figures = {
         (m["what"] or "").strip() or "events": float(m["rate"].replace(",", ""))
         for m in FIGURE.finditer(done.stdout)
@@ -67,9 +119,9 @@ def main() -> int:
         for round_no in range(a.rounds):
             order = ("ours", "before") if round_no % 2 == 0 else ("before", "ours")
             for code in order:
-                figures = run_once(script, sources[code])
+                figures = run_once(script, sources[code], Path(tmp))
                 runs[code].append(figures)
-                shown = ", ".join(f"{k} {v:,.0f}" for k, v in figures.items())
+                shown = ", ".join(f"{k} {v:,.3g}" for k, v in figures.items())
                 print(f"[{round_no + 1}/{a.rounds}] {code:<6} {shown}", file=sys.stderr, flush=True)
     print(f"# paired: {' '.join(script)}; ours = this checkout, before = {a.before}; {a.rounds} rounds")
     for name in runs["ours"][0]:
@@ -79,7 +131,7 @@ def main() -> int:
         each = ", ".join(f"{x:.2f}" for x in ratios)
         ours_m, before_m = statistics.median(ours), statistics.median(before)
         print(
-            f"{name}: ours median {ours_m:,.0f} ev/s, before {before_m:,.0f};"
+            f"{name}: ours median {ours_m:,.3g}, before {before_m:,.3g};"
             f" ours/before per round {each}; median {statistics.median(ratios):.2f}"
         )
     return 0
