@@ -1,0 +1,396 @@
+"""The fleet ADR-0035 is for: N agents, each wired to the same eight real MCP servers, run two ways in
+one invocation, alternating.
+
+* ``direct``  - the world without the gateway: every agent starts its own eight servers
+  (N x 8 server processes).
+* ``gateway`` - one daemon runs the eight once; the N agents are its harnesses, each reaching them
+  through its own ``harness mcp`` bridge.
+
+An agent (``bench/fleet_agent.py``) is an official-SDK client that initializes, lists the tools and,
+once the whole fleet is idle-measured, calls one server's tool after another at ``--rate`` calls a
+second. The servers run offline here: from npm (``npm install --prefix bench/npm``) the everything,
+memory, filesystem and sequential-thinking servers; from PyPI ``mcp-server-time``, ``mcp-server-git``,
+``mcp-server-fetch`` (listed, never called: it would need the network); and the python-sdk
+everything server (tests/fixtures/python-sdk-everything-server, on stdio).
+
+Per fleet size and way, from the process table of the fleet's tree (the agents and all they start;
+for the gateway, the daemon and all it starts): server processes and all processes; total PSS and
+RSS (``/proc/PID/smaps_rollup``) once every agent has its tool lists; the time from launch until the
+last agent had them; CPU (percent of one core) over an idle window and under the steady load; the
+fleet's CPU per call and, for the gateway, the daemon's; per-call p50/p99 under load. A size is left
+out when its direct fleet would not fit in memory (projected from the last one measured).
+
+Run: ``python bench/fleet.py`` (12, 24 and 48 agents; 60 s idle and 60 s load windows);
+smoke: ``python bench/fleet.py --agents 2 --idle-s 3 --load-s 3``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+import dev_path  # noqa: F401 - puts devtools/ on sys.path
+from devtools.spawned import toml_list
+
+ROOT = Path(__file__).resolve().parents[1]
+NPM = ROOT / "bench" / "npm" / "node_modules" / "@modelcontextprotocol"
+EVERYTHING_PY = ROOT / "tests" / "fixtures" / "python-sdk-everything-server"
+AGENT = ROOT / "bench" / "fleet_agent.py"
+
+
+def servers(run: Path, everything_py: Path) -> list[dict[str, Any]]:
+    """The eight servers: name, argv, env, the cheap read call an agent makes (``None``: listed only),
+    and ``marks``, the cmdline fragment that finds their processes in the process table."""
+    node = shutil.which("node") or "node"
+    files = run / "files"
+    files.mkdir(exist_ok=True)
+    (files / "note.txt").write_text("fleet\n")
+    repo = run / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "user.name=f",
+            "-c",
+            "user.email=f@f",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "f",
+        ],
+        check=True,
+    )
+    py = sys.executable
+    return [
+        {"name": "everything", "argv": [node, str(NPM / "server-everything/dist/index.js"), "stdio"],
+         "call": {"tool": "echo", "args": {"message": "hi"}}, "mark": "server-everything/dist"},
+        {"name": "memory", "argv": [node, str(NPM / "server-memory/dist/index.js")],
+         "env": {"MEMORY_FILE_PATH": str(run / "memory.jsonl")},
+         "call": {"tool": "read_graph", "args": {}}, "mark": "server-memory/dist"},
+        {"name": "filesystem", "argv": [node, str(NPM / "server-filesystem/dist/index.js"), str(files)],
+         "call": {"tool": "list_allowed_directories", "args": {}}, "mark": "server-filesystem/dist"},
+        {"name": "thinking", "argv": [node, str(NPM / "server-sequential-thinking/dist/index.js")],
+         "call": None, "mark": "server-sequential-thinking/dist"},
+        {"name": "time", "argv": [py, "-m", "mcp_server_time", "--local-timezone", "UTC"],
+         "call": {"tool": "get_current_time", "args": {"timezone": "UTC"}}, "mark": "mcp_server_time"},
+        {"name": "git", "argv": [py, "-m", "mcp_server_git", "--repository", str(repo)],
+         "call": {"tool": "git_status", "args": {"repo_path": str(repo)}}, "mark": "mcp_server_git"},
+        {"name": "fetch", "argv": [py, "-m", "mcp_server_fetch"], "call": None, "mark": "mcp_server_fetch"},
+        {"name": "pyeverything", "argv": [py, str(everything_py / "stdio.py")],
+         "env": {"PYTHONPATH": str(everything_py)},
+         "call": {"tool": "test_simple_text", "args": {}}, "mark": "python-sdk-everything-server/stdio.py"},
+    ]  # fmt: skip
+
+
+@dataclass
+class Fleet:
+    """One fleet's figures."""
+
+    way: str
+    agents: int
+    server_procs: int
+    all_procs: int
+    pss_mb: float
+    rss_mb: float
+    startup_s: float
+    idle_cpu_pct: float
+    load_cpu_pct: float
+    calls: int
+    errors: int
+    cpu_ms_per_call: float
+    daemon_cpu_ms_per_call: float | None
+    p50_ms: float
+    p99_ms: float
+
+
+def tree(roots: list[psutil.Process]) -> list[psutil.Process]:
+    procs: list[psutil.Process] = []
+    for root in roots:
+        try:
+            procs += [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            continue
+    return procs
+
+
+def memory_kb(pid: int) -> tuple[int, int]:
+    """PSS and RSS of one process (kB), from smaps_rollup; zeros for a process gone meanwhile."""
+    pss = rss = 0
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                pss = int(line.split()[1])
+            elif line.startswith("Rss:"):
+                rss = int(line.split()[1])
+    except OSError:
+        pass
+    return pss, rss
+
+
+def cpu_s(procs: list[psutil.Process]) -> float:
+    total = 0.0
+    for p in procs:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.NoSuchProcess:
+            continue
+    return total
+
+
+def wait_files(folder: Path, count: int, timeout: float, alive: psutil.Process | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while len(list(folder.iterdir())) < count:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{folder}: {len(list(folder.iterdir()))} of {count} after {timeout:.0f} s")
+        if alive is not None and not alive.is_running():
+            raise RuntimeError(f"the daemon exited while waiting for {folder}")
+        time.sleep(0.05)
+
+
+ALLOW = 'mcp_allow = ["read", "write"]'
+
+
+def gateway_config(table: list[dict[str, Any]], agents: list[list[str]]) -> str:
+    upstreams = "".join(
+        f"[mcp.{s['name']}]\nargv = {toml_list(s['argv'])}\n"
+        + (
+            f"env = {{ {', '.join(f'{k} = {json.dumps(v)}' for k, v in s['env'].items())} }}\n"
+            if s.get("env")
+            else ""
+        )
+        + "\n"
+        for s in table
+    )
+    policy = f"[mcp_policy.fleet]\nservers = {toml_list(s['name'] for s in table)}\n\n"
+    harnesses = "".join(
+        f'[harness.agent{i}]\nargv = {toml_list(argv)}\nmcp_policy = "fleet"\n{ALLOW}\n\n'
+        for i, argv in enumerate(agents)
+    )
+    return upstreams + policy + harnesses
+
+
+def run_fleet(way: str, n: int, a: argparse.Namespace) -> Fleet:
+    with tempfile.TemporaryDirectory(prefix=f"fleet-{way}-") as tmp:
+        run = Path(tmp)
+        for sub in ("ready", "results"):
+            (run / sub).mkdir()
+        table = servers(run, a.everything_py)
+        servers_file = run / "servers.json"
+        servers_file.write_text(json.dumps(table))
+        argv = [
+            sys.executable,
+            str(AGENT),
+            "--run",
+            str(run),
+            "--servers-file",
+            str(servers_file),
+            "--rate",
+            str(a.rate),
+        ]
+        agents = [
+            [*argv, "--name", f"agent{i}", *(["--gateway"] if way == "gateway" else [])] for i in range(n)
+        ]
+        t0 = time.time()
+        daemon: psutil.Process | None = None
+        launched: list[subprocess.Popen[bytes]] = []
+        log = open(run / "fleet.log", "wb")  # noqa: SIM115 - closed below, after every process is gone
+        try:
+            if way == "gateway":
+                (run / "harness.toml").write_text(gateway_config(table, agents))
+                cmd = [sys.executable, "-m", "harness", "daemon", "--config", str(run / "harness.toml"),
+                       "--state-dir", str(run / "state")]  # fmt: skip
+                launched.append(subprocess.Popen(cmd, stderr=log, start_new_session=True))
+                daemon = psutil.Process(launched[0].pid)
+            else:
+                launched += [subprocess.Popen(argv, stderr=log, start_new_session=True) for argv in agents]
+            roots = [psutil.Process(p.pid) for p in launched]
+            wait_files(run / "ready", n, a.start_timeout, daemon)
+            startup = max(json.loads(f.read_text())["t"] for f in (run / "ready").iterdir()) - t0
+            time.sleep(a.settle_s)
+            procs = tree(roots)
+            marks = [s["mark"] for s in table]
+            cmdlines = []
+            for p in procs:
+                try:
+                    cmdlines.append(" ".join(p.cmdline()))
+                except psutil.NoSuchProcess:
+                    cmdlines.append("")
+            server_procs = sum(any(m in c for m in marks) for c in cmdlines)
+            mem = [memory_kb(p.pid) for p in procs]
+            c0 = cpu_s(procs)
+            time.sleep(a.idle_s)
+            idle = (cpu_s(procs) - c0) / a.idle_s * 100
+            c0, d0 = cpu_s(procs), cpu_s([daemon]) if daemon else 0.0
+            (run / "load").touch()
+            time.sleep(a.load_s)
+            c1, d1 = cpu_s(procs), cpu_s([daemon]) if daemon else 0.0
+            (run / "stop").touch()
+            wait_files(run / "results", n, 60)
+            results = [json.loads(f.read_text()) for f in (run / "results").iterdir()]
+            fatal = [r["fatal"] for r in results if "fatal" in r]
+            if fatal:
+                raise RuntimeError(f"{len(fatal)} agents failed, e.g. {fatal[0]}")
+            lat = sorted(x for r in results for x in r["latencies_ms"])
+            calls = len(lat)
+            return Fleet(
+                way=way, agents=n, server_procs=server_procs, all_procs=len(procs),
+                pss_mb=sum(m[0] for m in mem) / 1024, rss_mb=sum(m[1] for m in mem) / 1024,
+                startup_s=startup, idle_cpu_pct=idle, load_cpu_pct=(c1 - c0) / a.load_s * 100,
+                calls=calls, errors=sum(len(r["errors"]) for r in results),
+                cpu_ms_per_call=(c1 - c0) / max(calls, 1) * 1000,
+                daemon_cpu_ms_per_call=(d1 - d0) / max(calls, 1) * 1000 if daemon else None,
+                p50_ms=statistics.median(lat) if lat else float("nan"),
+                p99_ms=lat[min(calls - 1, int(calls * 0.99))] if lat else float("nan"),
+            )  # fmt: skip
+        finally:
+            stop(launched)
+            log.close()
+
+
+def stop(launched: list[subprocess.Popen[bytes]]) -> None:
+    """Ends each launched process's session (the daemon stops its children itself on SIGTERM)."""
+    for p in launched:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    for p in launched:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def available_mb() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024
+    return float("inf")
+
+
+COLUMNS = (
+    ("server_procs", "servers", "{:.0f}"), ("all_procs", "procs", "{:.0f}"),
+    ("pss_mb", "PSS MB", "{:.0f}"), ("rss_mb", "RSS MB", "{:.0f}"),
+    ("startup_s", "start s", "{:.2f}"), ("idle_cpu_pct", "idle %cpu", "{:.1f}"),
+    ("load_cpu_pct", "load %cpu", "{:.1f}"), ("cpu_ms_per_call", "cpu ms/call", "{:.2f}"),
+    ("p50_ms", "p50 ms", "{:.2f}"), ("p99_ms", "p99 ms", "{:.2f}"), ("calls", "calls", "{:.0f}"),
+    ("errors", "errors", "{:.0f}"),
+)  # fmt: skip
+
+
+def table_lines(fleets: list[Fleet]) -> list[str]:
+    head = f"{'agents':>6} {'way':<8} " + " ".join(f"{label:>11}" for _, label, _ in COLUMNS)
+    lines = [head]
+    for f in fleets:
+        row = asdict(f)
+        lines.append(
+            f"{f.agents:>6} {f.way:<8} " + " ".join(f"{fmt.format(row[k]):>11}" for k, _, fmt in COLUMNS)
+        )
+    for n in sorted({f.agents for f in fleets}):
+        by = {f.way: asdict(f) for f in fleets if f.agents == n}
+        if {"direct", "gateway"} <= set(by):
+            ratio = " ".join(
+                f"{(by['gateway'][k] / by['direct'][k] if by['direct'][k] else float('nan')):>11.2f}"
+                for k, _, _ in COLUMNS
+            )
+            lines.append(f"{n:>6} {'gw/dir':<8} {ratio}")
+    daemon = [f for f in fleets if f.daemon_cpu_ms_per_call is not None]
+    lines += [
+        f"{f.agents} agents: the daemon's own CPU per call {f.daemon_cpu_ms_per_call:.3f} ms" for f in daemon
+    ]
+    return lines
+
+
+def plot(fleets: list[Fleet], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    for ax, (key, label) in zip(
+        axes,
+        (("pss_mb", "total PSS (MB)"), ("all_procs", "processes"), ("startup_s", "start-up (s)")),
+        strict=True,
+    ):
+        for way in ("direct", "gateway"):
+            pts = sorted((f.agents, getattr(f, key)) for f in fleets if f.way == way)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=way)
+        ax.set_xlabel("agents (8 servers each)")
+        ax.set_title(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--agents", default="12,24,48", help="fleet sizes (%(default)s)")
+    ap.add_argument(
+        "--rate", type=float, default=1.0, help="calls a second per agent under load (%(default)s)"
+    )
+    ap.add_argument("--idle-s", type=float, default=60.0)
+    ap.add_argument("--load-s", type=float, default=60.0)
+    ap.add_argument("--settle-s", type=float, default=2.0, help="after the last tool list, before measuring")
+    ap.add_argument("--start-timeout", type=float, default=300.0)
+    ap.add_argument(
+        "--everything-py", type=Path, default=EVERYTHING_PY, help="the python-sdk fixture (%(default)s)"
+    )
+    ap.add_argument("--json-out", type=Path)
+    ap.add_argument("--plot", type=Path, help="a PNG of PSS, processes and start-up against fleet size")
+    a = ap.parse_args()
+    missing = [p for p in (NPM / "server-filesystem", a.everything_py / "stdio.py") if not p.exists()]
+    if missing:
+        ap.error(
+            f"missing {missing}: npm install --prefix bench/npm; the python-sdk fixture in tests/fixtures"
+        )
+    fleets: list[Fleet] = []
+    pss_per_direct_agent = 0.0
+    for i, n in enumerate(int(x) for x in a.agents.split(",")):
+        need = pss_per_direct_agent * n * 1.5
+        if need > available_mb():
+            print(
+                f"# {n} agents left out: the direct fleet would need ~{need:,.0f} MB,"
+                f" {available_mb():,.0f} available"
+            )
+            continue
+        for way in ("direct", "gateway") if i % 2 == 0 else ("gateway", "direct"):
+            fleet = run_fleet(way, n, a)
+            fleets.append(fleet)
+            print(f"[{n} agents, {way}] {json.dumps(asdict(fleet))}", file=sys.stderr, flush=True)
+            if way == "direct":
+                pss_per_direct_agent = fleet.pss_mb / n
+    print(
+        f"# fleet: agents x 8 servers, {a.rate:g} call/s per agent under load,"
+        f" idle {a.idle_s:g} s, load {a.load_s:g} s"
+    )
+    print("\n".join(table_lines(fleets)))
+    if a.json_out:
+        a.json_out.write_text(json.dumps([asdict(f) for f in fleets], indent=1))
+    if a.plot:
+        plot(fleets, a.plot)
+        print(f"plot: {a.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
