@@ -108,6 +108,8 @@ class Fleet:
     server_procs: int
     all_procs: int
     pss_mb: float
+    pss_mb_by_role: dict[str, float]
+    """PSS of the servers, the agents, the bridges and the daemon (``role``)."""
     rss_mb: float
     startup_s: float
     idle_cpu_pct: float
@@ -128,6 +130,20 @@ def tree(roots: list[psutil.Process]) -> list[psutil.Process]:
         except psutil.NoSuchProcess:
             continue
     return procs
+
+
+def role(cmdline: str, marks: list[str]) -> str:
+    """What a process of the fleet is, by its command line."""
+    if any(m in cmdline for m in marks):
+        return "servers"
+    if "fleet_agent.py" in cmdline:
+        return "agents"
+    words = cmdline.split()
+    if "harness" in " ".join(words[:3]) and "daemon" in words:
+        return "daemon"
+    if words[-1:] == ["mcp"]:
+        return "bridges"
+    return "other"
 
 
 def memory_kb(pid: int) -> tuple[int, int]:
@@ -235,6 +251,10 @@ def run_fleet(way: str, n: int, a: argparse.Namespace) -> Fleet:
                     cmdlines.append("")
             server_procs = sum(any(m in c for m in marks) for c in cmdlines)
             mem = [memory_kb(p.pid) for p in procs]
+            by_role: dict[str, float] = {}
+            for cmdline, (pss, _rss) in zip(cmdlines, mem, strict=True):
+                kind = role(cmdline, marks)
+                by_role[kind] = by_role.get(kind, 0.0) + pss / 1024
             c0 = cpu_s(procs)
             time.sleep(a.idle_s)
             idle = (cpu_s(procs) - c0) / a.idle_s * 100
@@ -252,7 +272,8 @@ def run_fleet(way: str, n: int, a: argparse.Namespace) -> Fleet:
             calls = len(lat)
             return Fleet(
                 way=way, agents=n, server_procs=server_procs, all_procs=len(procs),
-                pss_mb=sum(m[0] for m in mem) / 1024, rss_mb=sum(m[1] for m in mem) / 1024,
+                pss_mb=sum(m[0] for m in mem) / 1024, pss_mb_by_role=by_role,
+                rss_mb=sum(m[1] for m in mem) / 1024,
                 startup_s=startup, idle_cpu_pct=idle, load_cpu_pct=(c1 - c0) / a.load_s * 100,
                 calls=calls, errors=sum(len(r["errors"]) for r in results),
                 cpu_ms_per_call=(c1 - c0) / max(calls, 1) * 1000,
@@ -312,6 +333,14 @@ def table_lines(fleets: list[Fleet]) -> list[str]:
                 for k, _, _ in COLUMNS
             )
             lines.append(f"{n:>6} {'gw/dir':<8} {ratio}")
+            rest = {w: f["pss_mb"] - f["pss_mb_by_role"].get("agents", 0.0) for w, f in by.items()}
+            lines.append(
+                f"{n} agents, PSS without the agents (the same both ways): direct {rest['direct']:,.0f} MB,"
+                f" gateway {rest['gateway']:,.0f} MB, gateway/direct {rest['gateway'] / rest['direct']:.2f}"
+            )
+    for f in fleets:
+        roles = ", ".join(f"{k} {v:,.0f}" for k, v in sorted(f.pss_mb_by_role.items()))
+        lines.append(f"{f.agents} agents, {f.way}: PSS MB by role: {roles}")
     daemon = [f for f in fleets if f.daemon_cpu_ms_per_call is not None]
     lines += [
         f"{f.agents} agents: the daemon's own CPU per call {f.daemon_cpu_ms_per_call:.3f} ms" for f in daemon
