@@ -20,12 +20,16 @@ def _text(text: str, *, error: bool = False) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": error}
 
 
-def _tool(name: str, description: str, props: dict[str, Any], *, read_only: bool) -> dict[str, Any]:
+_WRITE_TOOLS = frozenset({"write_note", "delete_note"})
+"""The tools that change the server's notes: ``readOnlyHint`` false; every other tool's is true."""
+
+
+def _tool(name: str, description: str, props: dict[str, Any]) -> dict[str, Any]:
     return {
         "name": name,
         "description": description,
         "inputSchema": {"type": "object", "properties": props, "required": sorted(props)},
-        "annotations": {"readOnlyHint": read_only},
+        "annotations": {"readOnlyHint": name not in _WRITE_TOOLS},
     }
 
 
@@ -33,33 +37,27 @@ _STR = {"type": "string"}
 _NUM = {"type": "number"}
 
 TOOLS = [
-    _tool("echo", "Return the given text unchanged.", {"text": _STR}, read_only=True),
-    _tool("add", "Add two numbers and return the sum.", {"a": _NUM, "b": _NUM}, read_only=True),
-    _tool("word_count", "Count the words in a text.", {"text": _STR}, read_only=True),
-    _tool("list_notes", "List the titles of the notes written so far.", {}, read_only=True),
-    _tool(
-        "write_note",
-        "Store a note under a title (kept in memory).",
-        {"title": _STR, "body": _STR},
-        read_only=False,
-    ),
-    _tool("fail", "Always fails with the given message, as a tool error.", {"message": _STR}, read_only=True),
+    _tool("echo", "Return the given text unchanged.", {"text": _STR}),
+    _tool("add", "Add two numbers and return the sum.", {"a": _NUM, "b": _NUM}),
+    _tool("word_count", "Count the words in a text.", {"text": _STR}),
+    _tool("list_notes", "List the titles of the notes written so far.", {}),
+    _tool("write_note", "Store a note under a title (kept in memory).", {"title": _STR, "body": _STR}),
+    _tool("fail", "Always fails with the given message, as a tool error.", {"message": _STR}),
 ]
 
 LONG_TOOL_NAME = "summarize_every_open_issue_and_pull_request_in_the_repositor"
 
 TEST_TOOLS = [
-    _tool("sleep", "Sleep for ms milliseconds, then answer.", {"ms": _NUM}, read_only=True),
-    _tool("crash", "Exit the server process at once (test fixture).", {}, read_only=True),
-    _tool("env_keys", "The names of the server's environment variables.", {}, read_only=True),
-    _tool(LONG_TOOL_NAME, "A tool whose name is 60 characters long (naming tests).", {}, read_only=True),
+    _tool("sleep", "Sleep for ms milliseconds, then answer.", {"ms": _NUM}),
+    _tool("crash", "Exit the server process at once (test fixture).", {}),
+    _tool("env_keys", "The names of the server's environment variables.", {}),
+    _tool(LONG_TOOL_NAME, "A tool whose name is 60 characters long (naming tests).", {}),
     _tool(
         "progress",
         "Report progress `steps` times with `tag` as each message, then answer `tag`.",
         {"steps": _NUM, "tag": _STR},
-        read_only=True,
     ),
-    _tool("delete_note", "Delete a note (no readOnlyHint: a write tool).", {"title": _STR}, read_only=False),
+    _tool("delete_note", "Delete a note (no readOnlyHint: a write tool).", {"title": _STR}),
 ]
 
 

@@ -2,30 +2,30 @@
 
 from harness.events.attribution import Attribution
 from harness.events.base import Event, correlation_of, event_class, registered, stored
-from harness.events.catalog import (
-    CircuitClosed,
-    CircuitOpened,
-    ConfigReloaded,
-    DaemonStarted,
-    DaemonStopped,
+from harness.events.codec import decode, encode
+from harness.events.daemon import ConfigReloaded, DaemonStarted, DaemonStopped, LogGap, RetentionCompacted
+from harness.events.envelope import Envelope
+from harness.events.harnesses import (
     HarnessExited,
     HarnessSpawned,
     HarnessStateChanged,
     HarnessSurvivorStopped,
-    LogGap,
-    RetentionCompacted,
+)
+from harness.events.sessions import (
     SessionClosed,
     SessionInitialized,
     SessionOpened,
     ToolCallCompleted,
-    ToolCatalogFetched,
     ToolSearchCompleted,
+)
+from harness.events.upstreams import (
+    CircuitClosed,
+    CircuitOpened,
+    ToolCatalogFetched,
     UpstreamExited,
     UpstreamStarted,
     UpstreamStateChanged,
 )
-from harness.events.codec import decode, encode
-from harness.events.envelope import Envelope
 
 __all__ = [
     "Attribution",

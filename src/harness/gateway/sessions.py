@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.actors.snapshots import Published
@@ -25,28 +26,21 @@ from harness.rules.exposure import Route
 from harness.rules.routing import RoutingSnapshot
 
 
+@dataclass(eq=False, kw_only=True)
 class SessionRoster:
     """Makes sessions and keeps the live ones."""
 
-    def __init__(
-        self,
-        *,
-        routing: Published[RoutingSnapshot],
-        upstreams: UpstreamDirectory,
-        recorder: CallRecorder,
-        emit: Callable[[Event], None],
-        reader: StoreReader,
-        own: GatewayTools,
-    ) -> None:
-        self._routing = routing
-        self._upstreams = upstreams
-        self._recorder = recorder
-        self._emit = emit
-        self._reader = reader
-        self._own = own
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self.live: set[DownstreamSession] = set()
-        self.subscriptions = Subscriptions()
+    routing: Published[RoutingSnapshot]
+    upstreams: UpstreamDirectory
+    recorder: CallRecorder
+    emit: Callable[[Event], None]
+    reader: StoreReader
+    own: GatewayTools
+    live: set[DownstreamSession] = field(default_factory=set, init=False)
+    subscriptions: Subscriptions = field(default_factory=Subscriptions, init=False)
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
         self.log_relay = LogRelay(self._audience)
 
     def link_hooks(self) -> LinkHooks:
@@ -57,29 +51,29 @@ class SessionRoster:
         self, token: str | None, send: Any, bridge_version: int, transport: str = "stdio-bridge"
     ) -> DownstreamSession:
         """A session for a bridge connection (or an HTTP client) presenting ``token``."""
-        snapshot = self._routing.current
+        snapshot = self.routing.current
         identity = snapshot.identify(token)
-        upstreams = self._upstreams
+        upstreams = self.upstreams
         session = DownstreamSession(
             identity=identity,
             view=snapshot.view_for(identity),
             links=lambda name: upstreams.link(name, identity.harness),
             running=lambda name: upstreams.running_link(name, identity.harness),
-            recorder=self._recorder,
-            emit=self._emit,
+            recorder=self.recorder,
+            emit=self.emit,
             send=send,
             on_close=self.live.discard,
             known=lambda name: self._known(name, token),
-            search=lambda query, k, allowed, done: self._reader.search(
+            search=lambda query, k, allowed, done: self.reader.search(
                 query, k, allowed, done, upstreams=upstreams.reach(identity.harness)
             ),
             token=token if identity.harness else None,
-            own=self._own,
+            own=self.own,
             subscriptions=self.subscriptions,
             log_relay=self.log_relay,
         )
         TOOL_SCHEMA_BYTES.labels(identity.harness or "").set(len(session.listing))
-        self._emit(session_opened_event(session, transport, bridge_version))
+        self.emit(session_opened_event(session, transport, bridge_version))
         return session
 
     def http_session(self, token: str, send: Any) -> DownstreamSession:
@@ -91,7 +85,7 @@ class SessionRoster:
     def _known(self, name: str, token: str | None) -> Route | None:
         """A tool some upstream the token's harness could reach has, whatever its policy (the newest
         snapshot: a refusal then says ``not_permitted``, else ``unknown_tool``)."""
-        snapshot = self._routing.current
+        snapshot = self.routing.current
         return snapshot.known_route(name, snapshot.identify(token).project)
 
     def serve_on(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -111,7 +105,7 @@ class SessionRoster:
 
     def _audience(self, link: UpstreamLink) -> list[ServerFeatures]:
         """The live sessions an upstream instance serves (its policy exposes it, it runs for them)."""
-        running = self._upstreams.running_link
+        running = self.upstreams.running_link
         return [
             s.features
             for s in self.live

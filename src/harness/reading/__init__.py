@@ -8,69 +8,47 @@ be installed: the ``analysis`` extra).
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Collection, Iterator
-from dataclasses import asdict
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal, Unpack, overload
 
 import apsw
 
 from harness.events import Envelope, ToolSearchCompleted
-from harness.naming import called_name, exposed_name
-from harness.projections.call_log import COLUMNS, iso_ms
+from harness.naming import called_name
+from harness.projections.call_log import COLUMNS
 from harness.projections.top_k import tool_counts
+from harness.reading import frames, summaries
+from harness.reading.filters import FAILED_SQL, RunFilters, TimeBound, epoch_bound, iso_bound
 from harness.reading.log import RawEvent, StoreVersions, Unknown, read_events, store_versions
 from harness.reading.runs import Run, Step, Trajectory, query_runs, query_trajectories
 from harness.reading.summaries import SearchHitRate, SearchOutcome, SessionSummary, ToolUsage
 from harness.search.hits import ToolHit
 from harness.search.ranking import search
-from harness.store import StoreError, open_read_only
+from harness.store import StoreError, open_read_only, read_rows
 from harness.store.location import STORE_FILE, default_state_dir
-from harness.vocabulary import FAILED_OUTCOMES, outcome_in
+from harness.vocabulary import FAILED_OUTCOMES
 
 FAILED = FAILED_OUTCOMES
 """Outcomes that count as a failure (every one but ``ok`` and ``cancelled``): one definition, in
 ``harness.vocabulary``, for every reader, the CLI and the ``runs`` projection."""
-_FAILED_SQL = outcome_in(FAILED_OUTCOMES)
 
 __all__ = [
     "FAILED",
     "RawEvent",
     "Run",
+    "RunFilters",
     "SearchHitRate",
     "SearchOutcome",
     "SessionSummary",
     "Step",
     "StoreVersions",
     "StoreView",
+    "TimeBound",
     "ToolUsage",
     "Trajectory",
     "open_store",
 ]
-
-TimeBound = str | float | datetime | None
-"""A time filter: ISO-8601 text (as in ``call_log.ts``), epoch seconds, or a datetime."""
-
-
-def iso_bound(value: TimeBound) -> str | None:
-    """A time bound as the ISO text ``call_log.ts`` and ``runs.started`` compare with."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, datetime):
-        return iso_ms(value.timestamp())
-    return iso_ms(float(value))
-
-
-def _epoch(value: TimeBound) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return value.timestamp()
-    if isinstance(value, str):
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    return float(value)
 
 
 class StoreView:
@@ -123,7 +101,7 @@ class StoreView:
                 where.append(f"{column} = ?")
                 args.append(value)
         if failed:
-            where.append(_FAILED_SQL)
+            where.append(FAILED_SQL)
         if (lo := iso_bound(since)) is not None:
             where.append("ts >= ?")
             args.append(lo)
@@ -153,89 +131,22 @@ class StoreView:
 
     def sessions(self, *, harness: str | None = None, since: TimeBound = None) -> list[SessionSummary]:
         """Sessions that made calls, by first call."""
-        where, args = self._filters(harness, since)
-        sql = (
-            "SELECT session_id, harness, run_id, min(ts), max(ts), count(*),"
-            f" sum({_FAILED_SQL}), count(DISTINCT upstream || char(0) || tool) FROM call_log {where}"
-            " GROUP BY session_id ORDER BY min(position)"
-        )
-        return [SessionSummary(*row) for row in self.conn.execute(sql, args)]
+        return summaries.session_summaries(self.conn, harness, since)
 
     def tool_usage(self, *, harness: str | None = None, since: TimeBound = None) -> list[ToolUsage]:
         """Per tool: calls, failures (``FAILED``), sessions, latency p50/p95; most called first."""
-        where, args = self._filters(harness, since)
-        sql = (
-            f"SELECT upstream, tool, latency_ms, {_FAILED_SQL}, session_id, response_bytes"
-            f" FROM call_log {where} ORDER BY upstream, tool"
-        )
-        groups: dict[tuple[str, str], list[tuple[float, int, str, int]]] = {}
-        for upstream, tool, latency, failed, session, size in self.conn.execute(sql, args):
-            groups.setdefault((upstream, tool), []).append((latency, failed, session, size))
-        out = []
-        for (upstream, tool), rows in groups.items():
-            latencies = sorted(r[0] for r in rows)
-            out.append(
-                ToolUsage(
-                    upstream=upstream,
-                    tool=tool,
-                    calls=len(rows),
-                    failures=sum(r[1] for r in rows),
-                    sessions=len({r[2] for r in rows}),
-                    p50_ms=_quantile(latencies, 0.5),
-                    p95_ms=_quantile(latencies, 0.95),
-                    mean_response_bytes=statistics.fmean(r[3] for r in rows),
-                )
-            )
-        out.sort(key=lambda u: (-u.calls, u.upstream, u.tool))
-        return out
-
-    def _filters(self, harness: str | None, since: TimeBound) -> tuple[str, list[Any]]:
-        where: list[str] = []
-        args: list[Any] = []
-        if harness is not None:
-            where.append("harness = ?")
-            args.append(harness)
-        if (lo := iso_bound(since)) is not None:
-            where.append("ts >= ?")
-            args.append(lo)
-        return ("WHERE " + " AND ".join(where)) if where else "", args
+        return summaries.tool_usage(self.conn, harness, since)
 
     # ------------------------------------------------------------------ search
 
     def searches(self, *, harness: str | None = None, since: TimeBound = None) -> list[SearchOutcome]:
         """Every ``tool_search.completed`` with the next upstream tool its session called."""
-        out: list[SearchOutcome] = []
-        for env in list(self.events(name=ToolSearchCompleted.STORED_NAME, since=since)):
-            ev = env.event
-            assert isinstance(ev, ToolSearchCompleted)
-            if harness is not None and ev.harness != harness:
-                continue
-            nxt = self.conn.execute(
-                "SELECT upstream, tool FROM call_log WHERE session_id = ? AND position > ?"
-                " AND upstream != 'harness' ORDER BY position LIMIT 1",
-                (ev.session_id, env.position),
-            ).fetchone()
-            name = exposed_name(nxt[0], nxt[1]) if nxt else None
-            out.append(
-                SearchOutcome(
-                    position=env.position,
-                    session_id=ev.session_id,
-                    harness=ev.harness,
-                    query=ev.query,
-                    results=ev.results,
-                    next_tool=name,
-                    hit=None if name is None else name in ev.results,
-                )
-            )
-        return out
+        found = self.events(name=ToolSearchCompleted.STORED_NAME, since=since)
+        return summaries.search_outcomes(self.conn, found, harness)
 
     def search_hit_rate(self, *, harness: str | None = None, since: TimeBound = None) -> SearchHitRate:
         """Did the tool a session called after ``search_tools`` appear in that search's results?"""
-        found = self.searches(harness=harness, since=since)
-        followed = [s for s in found if s.hit is not None]
-        return SearchHitRate(
-            searches=len(found), followed=len(followed), hits=sum(bool(s.hit) for s in followed)
-        )
+        return summaries.hit_rate(self.searches(harness=harness, since=since))
 
     def search_tools(
         self,
@@ -294,7 +205,7 @@ class StoreView:
         comes as a :class:`RawEvent` with its stored fields (``"raw"``). Only ``"raw"`` yields
         anything but envelopes.
         """
-        yield from read_events(self.conn, name=name, since=_epoch(since), unknown=unknown)
+        yield from read_events(self.conn, name=name, since=epoch_bound(since), unknown=unknown)
 
     def versions(self) -> StoreVersions:
         """The store's schema version and projection versions, beside this code's."""
@@ -321,103 +232,46 @@ class StoreView:
             raise StoreError(f"{self.path}: no run {run_id!r}")
         return found[0]
 
-    def trajectories(
-        self,
-        *,
-        harness: str | None = None,
-        since: TimeBound = None,
-        run_ids: Collection[str] | None = None,
-    ) -> list[Trajectory]:
-        """``trajectory`` of every run ``runs(...)`` selects, in its order."""
-        return query_trajectories(self.conn, self.runs(harness=harness, since=since, run_ids=run_ids))
+    def trajectories(self, **filters: Unpack[RunFilters]) -> list[Trajectory]:
+        """``trajectory`` of every run ``runs(**filters)`` selects (``harness``, ``since``,
+        ``run_ids``), in its order."""
+        return query_trajectories(self.conn, self.runs(**filters))
 
     # ------------------------------------------------------------------ DataFrames
 
     def calls_frame(self, **filters: Any) -> Any:
         """``calls(**filters)`` as a pandas DataFrame, ``ts`` parsed to UTC datetimes."""
-        pd = _pandas()
-        frame = pd.DataFrame(self.calls(**filters), columns=list(COLUMNS))
-        frame["ts"] = pd.to_datetime(frame["ts"], utc=True, format="ISO8601")
-        return frame
+        return frames.frame(self.calls(**filters), COLUMNS, times=("ts",))
 
-    def runs_frame(self, **filters: Any) -> Any:
+    def runs_frame(self, **filters: Unpack[RunFilters]) -> Any:
         """``runs(**filters)`` as a DataFrame, ``started`` and ``ended`` as UTC datetimes."""
-        pd = _pandas()
-        frame = pd.DataFrame([asdict(r) for r in self.runs(**filters)], columns=list(Run.__annotations__))
-        for column in ("started", "ended"):
-            frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
-        return frame
+        return frames.frame(self.runs(**filters), Run.__annotations__, times=("started", "ended"))
 
-    def steps_frame(self, **filters: Any) -> Any:
+    def steps_frame(self, **filters: Unpack[RunFilters]) -> Any:
         """The steps of ``trajectories(**filters)``, one row each, with the run's id and harness."""
-        rows = [
-            {"run_id": t.run.run_id, "harness": t.run.harness, **asdict(step)}
-            for t in self.trajectories(**filters)
-            for step in t.steps
-        ]
-        pd = _pandas()
-        columns = ["run_id", "harness", *Step.__annotations__]
-        frame = pd.DataFrame(rows, columns=columns)
-        frame["ts"] = pd.to_datetime(frame["ts"], utc=True, format="ISO8601")
-        return frame
+        return frames.steps_frame(self.trajectories(**filters))
 
     def sessions_frame(self, **filters: Any) -> Any:
         """``sessions(**filters)`` as a DataFrame."""
-        pd = _pandas()
-        frame = pd.DataFrame([asdict(s) for s in self.sessions(**filters)])
-        for column in ("first_ts", "last_ts"):
-            if column in frame:
-                frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
-        return frame
+        return frames.frame(self.sessions(**filters), times=("first_ts", "last_ts"))
 
     def tool_usage_frame(self, **filters: Any) -> Any:
         """``tool_usage(**filters)`` as a DataFrame."""
-        return _pandas().DataFrame([asdict(u) for u in self.tool_usage(**filters)])
+        return frames.frame(self.tool_usage(**filters))
 
     def searches_frame(self, **filters: Any) -> Any:
         """``searches(**filters)`` as a DataFrame."""
-        return _pandas().DataFrame([asdict(s) for s in self.searches(**filters)])
+        return frames.frame(self.searches(**filters))
 
     def events_frame(self, *, name: str | None = None, since: TimeBound = None) -> Any:
         """The event log as stored, one row per event (``position``, ``ts`` as UTC datetimes,
         ``name``, ``version``, ``correlation``, ``data`` as JSON text): nothing is decoded, so events
         of any version read alike (``pandas.json_normalize`` over ``data`` spreads the fields)."""
-        sql = "SELECT position, ts, name, version, correlation, data FROM events WHERE 1"
-        args: list[Any] = []
-        if name is not None:
-            sql += " AND name = ?"
-            args.append(name)
-        if (lo := _epoch(since)) is not None:
-            sql += " AND ts >= ?"
-            args.append(lo)
-        pd = _pandas()
-        columns = ["position", "ts", "name", "version", "correlation", "data"]
-        frame = pd.DataFrame(self.conn.execute(sql + " ORDER BY position", args).fetchall(), columns=columns)
-        frame["ts"] = pd.to_datetime(frame["ts"], unit="s", utc=True)
-        return frame
+        return frames.events_frame(read_rows(self.conn, since=epoch_bound(since), name=name))
 
     def close(self) -> None:
         """Close the connection."""
         self.conn.close()
-
-
-def _quantile(ordered: list[float], q: float) -> float:
-    """Linear-interpolated quantile of sorted values (numpy's default method)."""
-    if not ordered:
-        return float("nan")
-    pos = (len(ordered) - 1) * q
-    lo = int(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
-def _pandas() -> Any:
-    import importlib
-
-    try:
-        return importlib.import_module("pandas")
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("DataFrames need pandas: pip install pandas") from exc
 
 
 def open_store(path: str | Path | None = None) -> StoreView:

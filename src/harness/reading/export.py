@@ -33,7 +33,8 @@ import orjson
 
 from harness.naming import called_name
 from harness.projections.call_log import COLUMNS
-from harness.reading import StoreView, TimeBound, iso_bound
+from harness.reading import StoreView
+from harness.reading.filters import TimeBound, iso_bound
 from harness.reading.runs import Run, Step, Trajectory, query_trajectories
 from harness.store.schema import store_id
 

@@ -11,8 +11,7 @@ import apsw
 
 from harness.events import Envelope, registered
 from harness.projections import all_projections
-from harness.store import StoreError, to_envelope
-from harness.store.log import time_window
+from harness.store import StoreError, read_rows, to_envelope
 
 Unknown = Literal["raise", "skip", "raw"]
 """What ``events()`` does with an event this code cannot decode (a newer version, or a stored name
@@ -45,13 +44,7 @@ def read_events(
     if unknown not in ("raise", "skip", "raw"):
         raise ValueError(f"unknown= must be 'raise', 'skip' or 'raw', not {unknown!r}")
     known = {stored: cls.VERSION for stored, cls in registered().items()}
-    sql = "SELECT position, ts, name, version, correlation, data FROM events WHERE 1"
-    args: list[Any] = []
-    if name is not None:
-        sql += " AND name = ?"
-        args.append(name)
-    window, bounds = time_window(since, None)
-    for row in conn.execute(sql + window + " ORDER BY position", [*args, *bounds]):
+    for row in read_rows(conn, since=since, name=name):
         position, ts, stored, version, correlation, data = row
         if decodable(stored, version, known):
             yield to_envelope(row)

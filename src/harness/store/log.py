@@ -113,10 +113,18 @@ def time_window(since: float | None, until: float | None) -> tuple[str, list[obj
 
 
 def read_rows(
-    conn: apsw.Connection, after: int = 0, since: float | None = None, until: float | None = None
+    conn: apsw.Connection,
+    after: int = 0,
+    since: float | None = None,
+    until: float | None = None,
+    name: str | None = None,
 ) -> Iterator[tuple[int, float, str, int, str, str]]:
-    """Stored rows in position order: (position, ts, name, version, correlation, data)."""
+    """Stored rows in position order, of one stored ``name`` when given: (position, ts, name,
+    version, correlation, data)."""
     window, args = time_window(since, until)
+    if name is not None:
+        window += " AND name = ?"
+        args.append(name)
     sql = f"SELECT position, ts, name, version, correlation, data FROM events WHERE position > ?{window}"
     yield from conn.execute(sql + " ORDER BY position", [after, *args])
 

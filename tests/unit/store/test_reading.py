@@ -10,7 +10,7 @@ import harness
 from harness.actors.log_writer import EventIntake, LogWriterActor
 from harness.reading import StoreView
 from harness.sample_store import SyntheticLog
-from harness.store import StoreError
+from harness.store import StoreError, read_rows
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +59,13 @@ def test_the_search_hit_rate_joins_each_search_to_the_next_tool_called(store):
     for s in searches[:20]:
         if s.hit is not None:
             assert s.hit == (s.next_tool in s.results)
+
+
+def test_read_rows_of_one_stored_name_yields_only_that_name_in_position_order(store):
+    searches = list(read_rows(store.conn, name="tool_search.completed"))
+    assert len(searches) > 10
+    assert searches == [row for row in read_rows(store.conn) if row[2] == "tool_search.completed"]
+    assert len(store.events_frame(name="tool_search.completed")) == len(searches)
 
 
 def test_top_tools_and_upstreams_read_their_projections(store):

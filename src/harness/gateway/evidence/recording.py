@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import orjson
@@ -60,15 +59,14 @@ class Settings(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class _Recording:
-    args_mode: ArgsMode
-    known: KnownSecrets
-
-
-@dataclass(frozen=True)
 class _Fixed:
-    current: _Recording
+    """Settings that never change (a recorder's without the daemon's configuration holder): its own
+    ``current``."""
+
+    def __init__(self, args_mode: ArgsMode) -> None:
+        self.args_mode = args_mode
+        self.known = KnownSecrets()
+        self.current = self
 
 
 class CallRecorder:
@@ -85,7 +83,7 @@ class CallRecorder:
         :class:`~harness.gateway.running_config.ConfigHolder`); without it, ``args_mode`` and no
         known secrets, fixed."""
         self._emit = emit
-        self._settings: Settings = settings or _Fixed(_Recording(args_mode, KnownSecrets()))
+        self._settings: Settings = settings or _Fixed(args_mode)
         self._metric_children: dict[tuple[str, str, str, str], tuple[Count, Observations, Observations]] = {}
 
     def _children(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,25 +36,19 @@ def recent_calls(db: Path, limit: int = RECENT_CALLS) -> list[dict[str, Any]]:
         return view.calls(limit=limit)
 
 
+@dataclass(frozen=True)
 class StatusPage:
     """The listener's ``page``: one rendering per request, from the loop's status and the store."""
 
-    def __init__(
-        self,
-        loop: Callable[[], asyncio.AbstractEventLoop | None],
-        status: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
-        db: Path,
-        scrub: Callable[[Any], Any] = lambda value: value,
-    ) -> None:
-        self._loop = loop
-        self._status = status
-        self._db = db
-        self._scrub = scrub
-        """Redacts the daemon's held secrets from the store's rows (``status`` answers redacted)."""
+    loop: Callable[[], asyncio.AbstractEventLoop | None]
+    status: Callable[[], Coroutine[Any, Any, dict[str, Any]]]
+    db: Path
+    scrub: Callable[[Any], Any] = lambda value: value
+    """Redacts the daemon's held secrets from the store's rows (``status`` answers redacted)."""
 
     def __call__(self) -> bytes:
-        loop = self._loop()
+        loop = self.loop()
         if loop is None or loop.is_closed():
             raise RuntimeError("the daemon is not running")
-        status = asyncio.run_coroutine_threadsafe(self._status(), loop).result(STATUS_TIMEOUT_S)
-        return render(status, self._scrub(recent_calls(self._db)), schema_bytes_per_harness())
+        status = asyncio.run_coroutine_threadsafe(self.status(), loop).result(STATUS_TIMEOUT_S)
+        return render(status, self.scrub(recent_calls(self.db)), schema_bytes_per_harness())
