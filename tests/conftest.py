@@ -48,7 +48,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     )
     if not rows:
         return
-    terminalreporter.write_sep("=", "MCP conformance through the gateway (scenarios passed/run, checks)")
+    terminalreporter.write_sep("=", "MCP conformance through the gateway (scenarios, checks: passed/run)")
     terminalreporter.write_line(f"{'suite':<6}{'upstream':<10}{'scenarios':<11}checks")
     for row in rows:
         terminalreporter.write_line(
