@@ -45,7 +45,7 @@ class PassThrough:
 
     * ``Authorization: Bearer <token>`` added (and ``Connection: close``, ``Content-Length`` set
       for the forwarded body: the framing of this hop is the pass-through's own). The suite opens a
-      session per scenario (~33) and never ends one (no ``DELETE``); past 16 open sessions of one
+      session per scenario (up to 40) and never ends one (no ``DELETE``); past 16 open sessions of one
       token the gateway ends the least recently used idle one for each new one
       (docs/configuration.md), so one token serves the whole run;
     * in the JSON-RPC body, ``params.name`` of ``tools/call`` and ``prompts/get``, and the ``ref``
