@@ -30,3 +30,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if folder in SLOW_FOLDERS:
             item.add_marker(pytest.mark.slow)
             item.add_marker(getattr(pytest.mark, folder))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The conformance suites' results table (tests/acceptance/test_conformance.py), from what each
+    run recorded (``record_property``, which reaches this process under xdist too)."""
+    rows = sorted(
+        (
+            dict(value)
+            for reports in terminalreporter.stats.values()
+            for report in reports
+            if getattr(report, "when", None) == "call"
+            for name, value in getattr(report, "user_properties", ())
+            if name == "conformance"
+        ),
+        key=lambda row: (row["suite"], row["transport"]),
+    )
+    if not rows:
+        return
+    terminalreporter.write_sep("=", "MCP conformance through the gateway (scenarios, checks: passed/run)")
+    terminalreporter.write_line(f"{'suite':<6}{'upstream':<10}{'scenarios':<11}checks")
+    for row in rows:
+        terminalreporter.write_line(
+            f"{row['suite']:<6}{row['transport']:<10}{row['scenarios']:<11}{row['checks']}"
+        )
