@@ -11,11 +11,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from in_process import running_daemon
 
 from harness.actors.bus import EventBus
 from harness.events import registered
 from harness.gateway.wiring import SUBSCRIPTIONS, connect
+from in_process import running_daemon
 
 
 def test_a_running_daemon_subscribes_exactly_what_the_wiring_table_declares(tmp_path: Path) -> None:

@@ -8,13 +8,13 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from in_process import running_daemon
 
 from harness.config import load_config
 from harness.events import Event, HarnessStateChanged
 from harness.gateway.daemon import Daemon
 from harness.gateway.harnesses import spawner
 from harness.rules.access import Caller
+from in_process import running_daemon
 from support import await_until
 
 OPERATOR = Caller(operator=True, harness=None, allow=frozenset({"read", "write"}), why="the test")

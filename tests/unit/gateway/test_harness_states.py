@@ -6,9 +6,8 @@ import asyncio
 from pathlib import Path
 from typing import get_args
 
-from in_process import running_daemon
-
 from harness.vocabulary import HarnessRestart, HarnessState
+from in_process import running_daemon
 from support import await_until
 
 STATES = set(get_args(HarnessState))

@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from in_process import running_daemon
-
 from harness.events import Event, UpstreamStateChanged
+from in_process import running_daemon
 from support import DEMO_UPSTREAM, await_until, toml_list
 
 
