@@ -1,6 +1,6 @@
 """The closed sets of words the gateway uses, each defined once (config, events, rules and gateway
-import them from here). Plain ``Literal`` types: they validate in pydantic, check in mypy and are
-stored as the strings they are."""
+import them from here), and the moves a supervisor makes between its statuses. Plain ``Literal``
+types: they validate in pydantic, check in mypy and are stored as the strings they are."""
 
 from __future__ import annotations
 

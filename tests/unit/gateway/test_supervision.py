@@ -68,18 +68,25 @@ def test_a_late_fact_about_a_failed_or_stopped_child_is_ignored_until_it_starts_
 
     async def scenario() -> None:
         supervisor = child.supervisor()
-        supervisor.up()
-        supervisor.stopped("daemon stopping")
-        supervisor.up()  # a handshake answered after the stop
+        for _ in range(MAX_RESTARTS + 1):
+            supervisor.exited()
+            supervisor.call_off()
+        assert supervisor.status == "failed"
+        supervisor.up()  # a handshake answered after it gave up
         supervisor.exited()  # an exit reported after it
+        assert supervisor.status == "failed" and not supervisor.restart_pending
+        supervisor.stopped("daemon stopping")
+        supervisor.up()
+        supervisor.exited()
         supervisor.stopped("daemon stopping")
         assert supervisor.status == "stopped" and not supervisor.restart_pending
         supervisor.reset("start")
         assert supervisor.status == "starting"
 
     asyncio.run(scenario())
-    assert [c.state.status for c in child.changes] == ["up", "stopped", "starting"]
-    assert SUPERVISED_MOVES["failed"] == SUPERVISED_MOVES["stopped"] | {"stopped"}
+    statuses = [c.state.status for c in child.changes]
+    assert statuses == ["restarting"] * MAX_RESTARTS + ["failed", "stopped", "starting"]
+    assert all(b in SUPERVISED_MOVES[a] for a, b in zip(["starting", *statuses], statuses, strict=False))
 
 
 def test_a_restart_runs_once_its_backoff_is_over_and_a_call_off_cancels_it():
