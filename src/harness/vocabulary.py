@@ -1,9 +1,11 @@
 """The closed sets of words the gateway uses, each defined once (config, events, rules and gateway
-import them from here). Plain ``Literal`` types: they validate in pydantic, check in mypy and are
-stored as the strings they are."""
+import them from here), and the moves a supervisor makes between its statuses. Plain ``Literal``
+types: they validate in pydantic, check in mypy and are stored as the strings they are."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Literal, get_args
 
 Tier = Literal["read", "write"]
@@ -21,13 +23,34 @@ Exposure = Literal["full", "lazy", "top_k"]
 Adapter = Literal["generic", "claude-code", "codex", "crush"]
 """How a harness's client is wired to the gateway."""
 
-UpstreamStatus = Literal["starting", "up", "restarting", "failed", "stopped"]
-"""Where an upstream is in its supervised life (owned by its ``UpstreamActor``)."""
+SupervisedStatus = Literal["starting", "up", "restarting", "failed", "stopped"]
+"""Where a supervised child (an upstream connection, a harness process) is, as its ``Supervisor``
+(``gateway/supervision.py``) says: ``starting`` (started afresh); ``up`` (an upstream answered its
+handshake, a harness process runs); ``restarting`` (it ended unasked: a restart is due after a
+backoff); ``failed`` (restarted too often: down until a start or ``harness restart``); ``stopped``
+(by the daemon)."""
+
+SUPERVISED_MOVES: Mapping[SupervisedStatus, frozenset[SupervisedStatus]] = MappingProxyType(
+    {
+        "starting": frozenset({"starting", "up", "restarting", "failed", "stopped"}),
+        "up": frozenset({"starting", "restarting", "failed", "stopped"}),
+        "restarting": frozenset({"starting", "up", "restarting", "failed", "stopped"}),
+        "failed": frozenset({"starting", "stopped"}),
+        "stopped": frozenset({"starting"}),
+    }
+)
+"""The moves a supervisor makes: from each status, the statuses it may go to. A start afresh
+(``starting``) is allowed from anywhere; a failed or stopped child is not up, nor restarted, until
+then (a late fact about it is ignored)."""
+
+UpstreamStatus = SupervisedStatus
+"""Where an upstream is: its supervisor's status (``upstream.state_changed``)."""
 
 HarnessState = Literal["running", "exited", "restarting", "failed", "stopped"]
-"""Where a harness is in its supervised life (owned by the ``HarnessSpawner``): ``running``;
-``exited`` on its own with status 0; ``restarting`` (waiting out a backoff); ``failed`` (restarted too
-often); ``stopped`` (by the daemon, or never started)."""
+"""Where a harness is, as ``harness status`` says: its supervisor's status read with its process
+(``HarnessSpawner.state_of``): ``running`` (its process runs); ``exited`` on its own with status 0;
+``restarting`` (waiting out a backoff, or starting again); ``failed`` (restarted too often);
+``stopped`` (by the daemon, or never started)."""
 
 HarnessRestart = Literal["restarting", "failed"]
 """What a harness's failed exit leads to (``harness.state_changed``)."""

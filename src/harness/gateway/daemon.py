@@ -36,7 +36,7 @@ from harness.gateway.evidence.telemetry import TelemetrySwitch
 from harness.gateway.facade import GatewayTools, read_libraries
 from harness.gateway.harnesses.spawner import HarnessSpawner
 from harness.gateway.harnesses.subreaper import OrphanReaper, adopt_orphans
-from harness.gateway.harnesses.survivors import RunningRecord, stop_survivors
+from harness.gateway.harnesses.survivors import RunningRecord, stop_survivors, survivor_line
 from harness.gateway.heap import settle_heap
 from harness.gateway.listeners import Listeners, must_listen
 from harness.gateway.reload import Reload, approved
@@ -201,8 +201,8 @@ class Daemon:
         self.emit(DaemonStarted(ts=time.time(), pid=os.getpid(), version=__version__, config_files=files))
         running = RunningRecord(self.paths.running)  # a crashed daemon's harnesses: stopped first
         for stopped in await asyncio.to_thread(stop_survivors, running):
-            log.warning("%s", stopped.line)
-            self.emit(stopped.event(time.time()))
+            log.warning("%s", survivor_line(stopped))
+            self.emit(stopped)
         for key, why in (await self.directory.start(config)).items():
             log.warning("upstream %s: %s; ready without it (its tools join when it answers)", key, why)
         # Barrier: the policy actor and the store (tool index) have every catalogue fetched so far.

@@ -1,15 +1,17 @@
-"""Restart policy of an upstream: backoff with jitter, reset after a stable period, and flapping.
+"""Restart policy of a supervised child (an upstream, a harness): backoff with jitter, reset after
+a stable period, and flapping.
 
 Defaults, and why:
-- ``restart_delay`` (config, default 1 s) doubles after each restart up to ``BACKOFF_CAP_S`` (30 s),
-  with ±20 % jitter so many upstreams restarted together do not stampede.
-- The backoff resets once the upstream stayed initialized for ``STABLE_S`` (30 s).
-- Flapping: more than ``MAX_RESTARTS`` (5) restarts within ``WINDOW_S`` (60 s) moves the upstream
-  to ``failed``, where calls fail fast with ``upstream_unavailable`` until ``harness restart`` or a
-  reload. This is OTP's MaxR/MaxT intensity with systemd's start-limit numbers (burst 5 within an
-  interval), with a longer window than systemd's 10 s because the backoff spreads five restarts over
-  1 + 2 + 4 + 8 + 16 = 31 s: a server that crashes at start reaches ``failed`` in about half a minute,
-  while one that crashes once an hour never does.
+- The restart delay (an upstream's ``restart_delay``, default 1 s; a harness's 1 s) doubles after
+  each restart up to ``BACKOFF_CAP_S`` (30 s), with ±20 % jitter so many children restarted together
+  do not stampede.
+- The backoff resets once the child stayed up for ``STABLE_S`` (30 s).
+- Flapping: more than ``MAX_RESTARTS`` (5) restarts within ``WINDOW_S`` (60 s) moves the child to
+  ``failed`` (an upstream's calls fail fast with ``upstream_unavailable``) until a start,
+  ``harness restart`` or a reload. This is OTP's MaxR/MaxT intensity with systemd's start-limit
+  numbers (burst 5 within an interval), with a longer window than systemd's 10 s because the backoff
+  spreads five restarts over 1 + 2 + 4 + 8 + 16 = 31 s: a server that crashes at start reaches
+  ``failed`` in about half a minute, while one that crashes once an hour never does.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from harness.vocabulary import UpstreamStatus
+from harness.vocabulary import SupervisedStatus
 
 BACKOFF_CAP_S = 30.0
 JITTER = 0.2
@@ -29,9 +31,9 @@ WINDOW_S = 60.0
 
 @dataclass(frozen=True, slots=True)
 class SupervisorState:
-    """Supervision facts of one upstream. Times are monotonic seconds."""
+    """Supervision facts of one child. Times are monotonic seconds."""
 
-    status: UpstreamStatus = "starting"
+    status: SupervisedStatus = "starting"
     attempt: int = 0
     """Restarts since the backoff was last reset."""
     restarts: tuple[float, ...] = ()
@@ -48,14 +50,14 @@ class Decision:
 
 
 def initialized(state: SupervisorState, now: float) -> SupervisorState:
-    """The upstream answered its handshake."""
+    """The child is up (an upstream answered its handshake, a harness process was spawned)."""
     return replace(state, status="up", up_since=now)
 
 
 def exited(
     state: SupervisorState, now: float, base_delay: float, rng: Callable[[], float] = random.random
 ) -> Decision:
-    """The upstream's process ended (or its session dropped) unexpectedly: restart or give up."""
+    """The child's process ended (or its session dropped) unexpectedly: restart or give up."""
     attempt = state.attempt
     if state.up_since is not None and now - state.up_since >= STABLE_S:
         attempt = 0
@@ -69,3 +71,8 @@ def exited(
 def reset() -> SupervisorState:
     """A fresh start (``harness restart`` or a reload): history forgotten."""
     return SupervisorState()
+
+
+def stopped() -> SupervisorState:
+    """The daemon stopped the child."""
+    return SupervisorState(status="stopped")

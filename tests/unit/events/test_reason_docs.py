@@ -86,7 +86,7 @@ def _documented(event: type) -> str:
 
 def test_every_upstream_state_change_reason_the_code_emits_is_documented_and_no_other():
     stops = set(get_args(StopReason))  # why a stop for good was asked: the stopped state's reason
-    emitted = _argument("actors/upstream.py", "_changed", 0) | _requested_restarts() | stops
+    emitted = _argument("gateway/supervision.py", "_move", 1) | _requested_restarts() | stops
     assert emitted >= {"initialized", "exited", "flapping", "daemon stopping", "restart requested"}
     doc = _documented(UpstreamStateChanged)
     named = set(re.findall(r"`([a-z][a-z ]*)`", doc)) - {"harness restart", "shared = false", "stopped"}

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from harness.gateway.harnesses.deathsig import dying_with_daemon
-from harness.gateway.harnesses.survivors import RunningRecord, boot_id, stop_survivors
+from harness.gateway.harnesses.survivors import RunningRecord, boot_id, stop_survivors, survivor_line
 from support import wait_until
 
 
@@ -43,7 +43,8 @@ def test_a_recorded_harness_still_running_is_stopped_with_its_session(tmp_path, 
     assert harness_like.wait(10) == -15
     assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
     assert (
-        f"stopped a survivor of the previous daemon, pid {harness_like.pid}, {child.pid} (run" in stopped.line
+        f"stopped a survivor of the previous daemon, pid {harness_like.pid}, {child.pid} (run"
+        in survivor_line(stopped)
     )
     assert json.loads((tmp_path / "running.json").read_text())["harnesses"] == []
 

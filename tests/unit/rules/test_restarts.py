@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from harness.actors.snapshots import Published
-from harness.actors.upstream import Exited, Initialized, Restarted, UpstreamActor
-from harness.events import UpstreamStateChanged
 from harness.rules.restarts import (
     BACKOFF_CAP_S,
     MAX_RESTARTS,
@@ -59,22 +54,3 @@ def test_a_crash_looping_upstream_reaches_failed_per_the_documented_defaults():
     assert state.status == "failed"
     assert len(delays) == MAX_RESTARTS
     assert now < 60  # about half a minute of crash-looping, then it stops spawning
-
-
-def test_the_actor_records_every_transition_and_a_restart_forgets_the_history():
-    emitted: list = []
-    status = Published("starting")
-    ref = UpstreamActor.start("up", 1.0, status, emitted.append, rng=no_jitter)
-    try:
-        t = time.monotonic()
-        for i in range(MAX_RESTARTS + 1):
-            decision = ref.ask(Exited(at=t + i * 0.1), timeout=5)
-        assert decision.delay is None and decision.state.status == "failed"
-        ref.ask(Restarted("restart requested"), timeout=5)
-        ref.ask(Initialized(at=t + 10), timeout=5)
-        assert ref.proxy().statistics().get(timeout=5).status == "up"
-        assert status.current == "up"  # published before the answer
-    finally:
-        ref.stop()
-    states = [e.state for e in emitted if isinstance(e, UpstreamStateChanged)]
-    assert states == ["restarting"] * MAX_RESTARTS + ["failed", "starting", "up"]

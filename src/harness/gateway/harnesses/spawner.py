@@ -28,7 +28,7 @@ from harness.gateway.harnesses.deathsig import dying_with_daemon
 from harness.gateway.harnesses.subreaper import child_groups
 from harness.gateway.harnesses.survivors import RunningRecord
 from harness.gateway.processes import BoundedLog, minimal_env, signal_group, stop_group
-from harness.rules.restarts import SupervisorState, exited, initialized
+from harness.gateway.supervision import Change, Supervisor
 from harness.rules.routing import Identity
 from harness.vocabulary import HarnessState
 
@@ -135,10 +135,8 @@ class HarnessSpawner:
         self._emit = emit
         self.processes: dict[str, HarnessProcess] = {}
         self._watchers: set[asyncio.Task[None]] = set()
-        self._supervision: dict[str, SupervisorState] = {}
-        """Each harness's restart history (the upstreams' policy: rules.restarts)."""
-        self._restarts: dict[str, asyncio.Task[None]] = {}
-        """Restarts waiting out their backoff, or past it and starting the process."""
+        self._supervisors: dict[str, Supervisor] = {}
+        """Each harness's supervisor (the upstreams' shape and rules), made at its first start."""
 
     @property
     def config(self) -> Config:
@@ -148,23 +146,50 @@ class HarnessSpawner:
     def state_of(self, name: str) -> HarnessState:
         """Where the harness is (:data:`~harness.vocabulary.HarnessState`)."""
         proc = self.processes.get(name)
+        supervisor = self._supervisors.get(name)
         if proc is not None and proc.running:
             return "running"
-        if name in self._restarts:
+        if supervisor is not None and supervisor.restart_pending:
             return "restarting"
-        if self._supervision.get(name, SupervisorState()).status == "failed":
+        if supervisor is not None and supervisor.status == "failed":
             return "failed"
         return "stopped" if proc is None else proc.state
 
-    def _cancel_restart(self, name: str) -> asyncio.Task[None] | None:
-        """Call off the restart of ``name``, if one is under way (not from inside it: the restart's
-        own ``spawn`` runs in it); the cancelled task, for the caller to await."""
-        task = self._restarts.get(name)
-        if task is None or task is asyncio.current_task():
-            return None
-        del self._restarts[name]
-        task.cancel()
-        return task
+    def _supervisor(self, name: str) -> Supervisor:
+        """The harness's supervisor: it restarts a failed process with the configuration of then."""
+        if (supervisor := self._supervisors.get(name)) is None:
+            supervisor = Supervisor(
+                restart=partial(self._restart, name),
+                changed=partial(self._changed, name),
+                delay=lambda: RESTART_DELAY_S,
+            )
+            self._supervisors[name] = supervisor
+        return supervisor
+
+    async def _restart(self, name: str) -> None:
+        """The supervisor's restart, past its backoff: unless the harness left the configuration."""
+        cfg = self.config.harnesses.get(name)
+        if cfg is not None:
+            await self._respawn(cfg)
+
+    def _changed(self, name: str, change: Change) -> None:
+        """A failed exit's outcome is ``harness.state_changed`` (its spawns and exits have events of
+        their own)."""
+        state = change.state
+        if state.status not in ("restarting", "failed"):
+            return
+        proc = self.processes[name]
+        self._emit(
+            HarnessStateChanged(
+                ts=time.time(),
+                harness=name,
+                run_id=proc.run_id,
+                state="restarting" if state.status == "restarting" else "failed",
+                restarts=state.attempt,
+                delay_s=None if change.delay is None else round(change.delay, 3),
+                returncode=proc.returncode,
+            )
+        )
 
     def running_pids(self) -> dict[int, str]:
         """Each running harness's pid (also its session id: it leads a session of its own)."""
@@ -197,9 +222,10 @@ class HarnessSpawner:
         A start from the operator or the facade forgets the restart history; the supervisor's own
         restarts (``keep_history``) keep it, so a harness that keeps failing ends ``failed``.
         """
-        self._cancel_restart(cfg.name)
+        supervisor = self._supervisor(cfg.name)
+        supervisor.call_off()
         if not keep_history:
-            self._supervision.pop(cfg.name, None)
+            supervisor.reset("start")
         failed = self.processes.get(cfg.name) if keep_history else None
         token = secrets.token_urlsafe(32)
         run_id = uuid.uuid4().hex
@@ -246,8 +272,7 @@ class HarnessSpawner:
         self.processes[cfg.name] = proc
         if self._record is not None:
             self._record.add(cfg.name, proc.pid, run_id)
-        history = self._supervision.get(cfg.name, SupervisorState())
-        self._supervision[cfg.name] = initialized(history, time.monotonic())
+        supervisor.up()
         self._emit(
             HarnessSpawned(
                 ts=time.time(),
@@ -270,59 +295,33 @@ class HarnessSpawner:
                 harness=proc.name,
                 run_id=proc.run_id,
                 pid=proc.pid,
-                returncode=proc.transport.get_returncode(),
+                returncode=proc.returncode,
             )
         )
         proc.transport.close()
         log.close()
         if self._record is not None:
             self._record.remove(proc.name, proc.pid)
-        returncode = proc.transport.get_returncode()
-        if proc.stop_requested or returncode == 0 or self.processes.get(proc.name) is not proc:
+        if proc.stop_requested or proc.returncode == 0 or self.processes.get(proc.name) is not proc:
             return
-        decision = exited(
-            self._supervision.get(proc.name, SupervisorState()), time.monotonic(), RESTART_DELAY_S
-        )
-        self._supervision[proc.name] = decision.state
-        self._emit(
-            HarnessStateChanged(
-                ts=time.time(),
-                harness=proc.name,
-                run_id=proc.run_id,
-                state="failed" if decision.delay is None else "restarting",
-                restarts=decision.state.attempt,
-                delay_s=None if decision.delay is None else round(decision.delay, 3),
-                returncode=returncode,
-            )
-        )
-        if decision.delay is not None:
-            self._restarts[proc.name] = asyncio.get_running_loop().create_task(
-                self._restart_later(proc, decision.delay)
-            )
-
-    async def _restart_later(self, proc: HarnessProcess, delay: float) -> None:
-        try:
-            await asyncio.sleep(delay)
-            cfg = self.config.harnesses.get(proc.name)
-            if cfg is not None and self.processes.get(proc.name) is proc:
-                await self._respawn(cfg)
-        finally:
-            if self._restarts.get(proc.name) is asyncio.current_task():
-                del self._restarts[proc.name]
+        self._supervisors[proc.name].exited()
 
     async def stop(self, names: list[str]) -> None:
         """Stop the named harnesses (SIGTERM to each group, SIGKILL after a grace period); a restart
         waiting out its backoff, or starting the process, is called off."""
         restarts = []
         for name in names:
-            if (task := self._cancel_restart(name)) is not None:
+            supervisor = self._supervisors.get(name)
+            if supervisor is not None and (task := supervisor.call_off()) is not None:
                 restarts.append(task)
+                supervisor.stopped("stop")
                 if (proc := self.processes.get(name)) is not None:
                     proc.stop_requested = True  # stopped while waiting out its backoff
         await asyncio.gather(*restarts, return_exceptions=True)  # a process one was starting is killed
         running = [p for n, p in self.processes.items() if n in names and p.running]
         for p in running:
             p.stop_requested = True
+            self._supervisors[p.name].stopped("stop")
         await asyncio.gather(*(stop_group(p.pid, p.protocol.exited, term_after=0.0) for p in running))
 
     async def stop_all(self) -> None:

@@ -48,36 +48,13 @@ class Recorded:
     run_id: str
 
 
-@dataclass(frozen=True)
-class Stopped:
-    """A recorded harness whose processes were still running, and were stopped."""
-
-    harness: Recorded
-    pids: tuple[int, ...]
-    """The processes stopped, the leader first if it was alive."""
-    leader_alive: bool
-
-    @property
-    def line(self) -> str:
-        """What the daemon says about it on stderr."""
-        rec = self.harness
-        pids = ", ".join(str(pid) for pid in self.pids)
-        text = f"harness {rec.name}: stopped a survivor of the previous daemon, pid {pids}"
-        if self.leader_alive:
-            return text + f" (run {rec.run_id})"
-        return text + f" (left by run {rec.run_id}, whose harness process {rec.pid} had ended)"
-
-    def event(self, ts: float) -> HarnessSurvivorStopped:
-        """Its ``harness.survivor_stopped`` event."""
-        rec = self.harness
-        return HarnessSurvivorStopped(
-            ts=ts,
-            harness=rec.name,
-            run_id=rec.run_id,
-            pid=rec.pid,
-            leader_alive=self.leader_alive,
-            pids=self.pids,
-        )
+def survivor_line(stopped: HarnessSurvivorStopped) -> str:
+    """What the daemon says on stderr about a survivor it stopped."""
+    pids = ", ".join(str(pid) for pid in stopped.pids)
+    text = f"harness {stopped.harness}: stopped a survivor of the previous daemon, pid {pids}"
+    if stopped.leader_alive:
+        return text + f" (run {stopped.run_id})"
+    return text + f" (left by run {stopped.run_id}, whose harness process {stopped.pid} had ended)"
 
 
 def boot_id() -> str:
@@ -230,16 +207,23 @@ def _stop(processes: list[tuple[int, int]], grace: float) -> None:
         os.close(fd)
 
 
-def stop_survivors(record: RunningRecord, grace: float = TERM_GRACE_S) -> list[Stopped]:
+def stop_survivors(record: RunningRecord, grace: float = TERM_GRACE_S) -> list[HarnessSurvivorStopped]:
     """Stop every process still running of the harnesses a previous daemon recorded (SIGTERM, then
-    SIGKILL after ``grace`` s), and start the record afresh; what was stopped. Blocking: run it in
-    a thread."""
-    stopped, processes = [], []
-    for rec in record.previous():
-        found, leader = survivors_of(rec)
-        if found:
-            processes += found
-            stopped.append(Stopped(rec, tuple(pid for pid, _ in found), leader))
-    _stop(processes, grace)
+    SIGKILL after ``grace`` s), and start the record afresh; what was stopped, one event a harness
+    (the leader first in its ``pids`` if it was alive). Blocking: run it in a thread."""
+    found = [(rec, *survivors_of(rec)) for rec in record.previous()]
+    _stop([process for _, processes, _ in found for process in processes], grace)
     record.clear()
-    return stopped
+    now = time.time()
+    return [
+        HarnessSurvivorStopped(
+            ts=now,
+            harness=rec.name,
+            run_id=rec.run_id,
+            pid=rec.pid,
+            leader_alive=leader,
+            pids=tuple(pid for pid, _ in processes),
+        )
+        for rec, processes, leader in found
+        if processes
+    ]

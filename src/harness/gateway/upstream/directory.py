@@ -16,7 +16,6 @@ import pykka
 
 from harness.actors.breaker import BreakerActor
 from harness.actors.snapshots import Published
-from harness.actors.upstream import UpstreamActor
 from harness.config import Config, UpstreamConfig
 from harness.events import Event, HarnessExited, ToolCatalogFetched
 from harness.gateway.processes import BoundedLog
@@ -26,7 +25,7 @@ from harness.gateway.upstream.supervised import StopsUnderWay, SupervisedUpstrea
 from harness.gateway.upstream.transports import connector
 from harness.gateway.upstream.unshared import UnsharedUpstreams
 from harness.rules.breaker import CLOSED
-from harness.vocabulary import StopReason
+from harness.vocabulary import StopReason, UpstreamStatus
 
 log = logging.getLogger("harness.daemon")
 
@@ -65,7 +64,7 @@ class UpstreamDirectory:
         """Told a ``shared = false`` upstream's kept catalogue (set once the policy actor runs)."""
         self.shared: dict[str, SupervisedUpstream] = {}
         self.unshared = UnsharedUpstreams(self._instance, self.stop_instance, self._harness_workdir)
-        self._actors: dict[SupervisedUpstream, tuple[pykka.ActorRef[Any], ...]] = {}
+        self._breakers: dict[SupervisedUpstream, pykka.ActorRef[Any]] = {}
         self._retiring = StopsUnderWay()
         """The stops of the upstreams a reload took out."""
 
@@ -137,10 +136,10 @@ class UpstreamDirectory:
     async def stop_instance(
         self, upstream: SupervisedUpstream, reason: StopReason = "daemon stopping"
     ) -> None:
-        """Stop its process, then its actors."""
+        """Stop its process, then its breaker."""
         await upstream.stop(reason)
-        actors = self._actors.pop(upstream, ())
-        await asyncio.to_thread(lambda: [actor.stop(timeout=5) for actor in actors if actor.is_alive()])
+        if (breaker := self._breakers.pop(upstream, None)) is not None and breaker.is_alive():
+            await asyncio.to_thread(breaker.stop, timeout=5)
 
     async def stop_all(self) -> None:
         """Stop every instance, and wait for the stops a reload began."""
@@ -167,20 +166,19 @@ class UpstreamDirectory:
         return config.project or self._config_folder()
 
     def _new_shared(self, config: UpstreamConfig) -> SupervisedUpstream:
-        """A shared upstream's actors, wire and supervision, registered under its key."""
+        """A shared upstream's breaker, wire and supervision, registered under its key."""
         upstream = self._instance(config, self._upstream_folder(config), config.key)
         self.shared[config.key] = upstream
         return upstream
 
     def _instance(self, config: UpstreamConfig, cwd: Path, label: str) -> SupervisedUpstream:
-        """One running instance of an upstream table: its actors, wire and supervision; its stderr
+        """One running instance of an upstream table: its breaker, wire and supervision; its stderr
         goes to ``upstreams/<label>.log``."""
         breaker_state = Published(CLOSED)
-        status: Published[Any] = Published("starting")
+        status: Published[UpstreamStatus] = Published("starting")
         breaker = BreakerActor.start(
             config.key, config.breaker_failures, config.breaker_cooldown, breaker_state, self._emit
         )
-        supervisor = UpstreamActor.start(config.key, config.restart_delay, status, self._emit)
         gate = BreakerGate(breaker, breaker_state, config.breaker_cooldown, time.monotonic)
         link = UpstreamLink(config, gate=gate, status=status)
         link.on_resource_updated = self.hooks.resource_updated
@@ -189,12 +187,12 @@ class UpstreamDirectory:
         log_file = BoundedLog(self._log_dir / f"{label}.log", scrub=self._scrub)
         upstream = SupervisedUpstream(
             link,
-            supervisor=supervisor,
+            status=status,
             connect=connector(config, cwd, log_file),
             publish=self._emit,
             log_file=log_file,
         )
-        self._actors[upstream] = (breaker, supervisor)
+        self._breakers[upstream] = breaker
         return upstream
 
     async def _catalogue_unshared(self, config: UpstreamConfig) -> None:

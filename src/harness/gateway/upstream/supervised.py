@@ -1,8 +1,9 @@
 """One upstream's life: connect, handshake, fetch the catalogue, and restart as its supervisor decides.
 
 The status (starting, up, restarting, failed, stopped) and the restart history belong to the
-upstream's ``UpstreamActor``; this object tells it what happened and carries out its decisions
-(restart after a delay, or stay failed). The wire is the ``UpstreamLink``.
+upstream's :class:`~harness.gateway.supervision.Supervisor` (the harnesses' shape); this object tells
+it what happened, publishes each change (the status the link reads per call, then
+``upstream.state_changed``) and starts again when it says so. The wire is the ``UpstreamLink``.
 """
 
 from __future__ import annotations
@@ -15,18 +16,15 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
-import pykka
-
 from harness import __version__
-from harness.actors.asking import ask, tell_then
-from harness.actors.upstream import Exited, Initialized, Restarted, Stopped
-from harness.events import Event, ToolCatalogFetched, UpstreamExited, UpstreamStarted
+from harness.actors.snapshots import Published
+from harness.events import Event, ToolCatalogFetched, UpstreamExited, UpstreamStarted, UpstreamStateChanged
 from harness.gateway.processes import BoundedLog
+from harness.gateway.supervision import Change, Supervisor
 from harness.gateway.upstream.catalogue import MAX_TOOLS, check_catalogue
 from harness.gateway.upstream.link import INIT_TIMEOUT_S, UpstreamLink
 from harness.gateway.upstream.transports import Connect, Transport
-from harness.rules.restarts import Decision
-from harness.vocabulary import StopReason
+from harness.vocabulary import StopReason, UpstreamStatus
 
 log = logging.getLogger(__name__)
 
@@ -41,13 +39,13 @@ NO_ANSWER_YET = "started, no answer to initialize yet"
 
 
 class SupervisedUpstream:
-    """Starts, restarts and stops one upstream's connection under its ``UpstreamActor``."""
+    """Starts, restarts and stops one upstream's connection under its ``Supervisor``."""
 
     def __init__(
         self,
         link: UpstreamLink,
         *,
-        supervisor: pykka.ActorRef[Any],
+        status: Published[UpstreamStatus],
         connect: Connect,
         publish: Callable[[Event], None],
         log_file: BoundedLog,
@@ -57,7 +55,14 @@ class SupervisedUpstream:
         self.config = link.config
         self.name = link.config.key
         """The upstream's key, as its events name it (``NAME@<project id>`` for a project's)."""
-        self.supervisor = supervisor
+        self._status = status
+        self.supervisor = Supervisor(
+            restart=self._restart_due,
+            changed=self._changed,
+            delay=lambda: self.config.restart_delay,
+            clock=clock,
+        )
+        status.current = self.supervisor.status
         self.protocol_version = ""
         self.server_info: dict[str, Any] = {}
         """``serverInfo`` of the last handshake: every catalogue event of this process carries it."""
@@ -72,9 +77,7 @@ class SupervisedUpstream:
         self._connect = connect
         self._publish = publish
         self._log = log_file
-        self._clock = clock
         self._transport: Transport | None = None
-        self._restart: asyncio.TimerHandle | None = None
         self._stopping = False
         self._requested: str | None = None
         self._asking = "initialize"
@@ -101,6 +104,7 @@ class SupervisedUpstream:
             command = self.config.argv[0] if self.config.argv else str(self.config.url)
             self._publish(UpstreamStarted(ts=time.time(), upstream=self.name, pid=self.pid, command=command))
             await self._handshake()
+            self.supervisor.up()  # up once its handshake and catalogue are done
             self.failure = ""
         except Exception as exc:  # any failure leaves the upstream down, never the daemon
             reason = _describe(exc, self._asking, transport.garbled)
@@ -134,7 +138,6 @@ class SupervisedUpstream:
         self.link.capabilities = capabilities if isinstance(capabilities, dict) else {}
         self.link.send_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
         await self.refresh_tools(init)
-        await ask(self.supervisor, Initialized(self._clock()))  # up once its owner says so
 
     async def refresh_tools(self, init: dict[str, Any] | None = None) -> None:
         """Fetch every page of ``tools/list`` (until past the cap), keep what an MCP client accepts,
@@ -199,27 +202,37 @@ class SupervisedUpstream:
             )
         )
         if not self._stopping and requested is None:
-            tell_then(self.supervisor, Exited(self._clock()), lambda decision, _exc: self._decided(decision))
+            self.supervisor.exited()
+            if self.supervisor.status == "failed":
+                log.error(
+                    "upstream %s: restarted too often; failed until `harness restart` or a reload", self.name
+                )
 
-    def _decided(self, decision: Decision | None) -> None:
-        if self._stopping or decision is None:
-            return
-        if decision.delay is None:
-            log.error(
-                "upstream %s: restarted too often; failed until `harness restart` or a reload", self.name
-            )
-            return
-        self._restart = asyncio.get_running_loop().call_later(decision.delay, self._restart_due)
-
-    def _restart_due(self) -> None:
+    async def _restart_due(self) -> None:
+        """The supervisor's restart: the start runs as a task of its own (a ``harness restart`` of
+        the upstream meanwhile does not cut it short; a stop does)."""
         self._spawn(self.start())
+
+    def _changed(self, change: Change) -> None:
+        """Publish the new status: first the snapshot the link reads per call, then the event."""
+        state = change.state
+        self._status.current = state.status
+        delay_s = None if change.delay is None else round(change.delay, 3)
+        self._publish(
+            UpstreamStateChanged(
+                ts=time.time(),
+                upstream=self.name,
+                state=state.status,
+                restarts=state.attempt,
+                delay_s=delay_s,
+                reason=change.reason,
+            )
+        )
 
     async def restart(self, reason: str) -> None:
         """``harness restart``: stop as at shutdown (stdin closed, SIGTERM, SIGKILL), forget the
         restart history, start again. The exit is recorded with ``reason``, not as a crash."""
-        if self._restart is not None:
-            self._restart.cancel()
-            self._restart = None
+        self.supervisor.call_off()
         transport, ended = self._transport, self._ended
         if transport is not None:
             self._requested = reason
@@ -230,19 +243,17 @@ class SupervisedUpstream:
                 self._closed(None, reason, transport)  # if it has not reported its exit by now
             finally:
                 self._requested = None
-        await ask(self.supervisor, Restarted(reason))
+        self.supervisor.reset(reason)
         await self.start()
 
     async def stop(self, reason: StopReason = "daemon stopping") -> None:
         """Stop for good (politely: stdin closed, then SIGTERM, then SIGKILL); ``reason`` goes into
         its ``upstream.state_changed``."""
         self._stopping = True
-        if self._restart is not None:
-            self._restart.cancel()
+        self.supervisor.call_off()
         if self._transport is not None:
             await self._transport.close()
-        with contextlib.suppress(pykka.ActorDeadError):
-            await ask(self.supervisor, Stopped(reason))
+        self.supervisor.stopped(reason)
         for task in list(self._tasks):
             task.cancel()
         self._log.close()
