@@ -48,7 +48,8 @@ CACHEABLE_METHODS: Final = frozenset(
 )
 """Requests whose results also carry ``ttlMs`` and ``cacheScope`` (0 and private: what a harness
 may list or read follows its policy, which a reload can change at any time, and a handshake-era
-upstream says nothing of how long a resource stays fresh)."""
+upstream says nothing of how long a resource stays fresh). An upstream's own keys are replaced:
+the gateway's answer is the caller's alone, never ``public``."""
 
 LISTEN_FLAGS: Final = {
     "notifications/tools/list_changed": "toolsListChanged",
@@ -213,11 +214,12 @@ class ModernWire:
         if not line.startswith(_RESULT_KEY, at):
             self.cacheable.discard(request_id)
             return line  # an error answer
-        if b'"resultType"' in line:
+        cacheable = request_id in self.cacheable
+        if b'"resultType"' in line or (cacheable and (b'"ttlMs"' in line or b'"cacheScope"' in line)):
             return self._restamped(line)
         at += len(_RESULT_KEY)
         stamp = _STAMP
-        if request_id in self.cacheable:
+        if cacheable:
             self.cacheable.discard(request_id)
             stamp += _CACHE_STAMP
         if line[at : at + 1] != b"}":
@@ -236,8 +238,7 @@ class ModernWire:
         request_id = message.get("id")
         if jsonrpc.is_id(request_id) and request_id in self.cacheable:
             self.cacheable.discard(request_id)
-            result.setdefault("ttlMs", 0)
-            result.setdefault("cacheScope", "private")
+            result.update(ttlMs=0, cacheScope="private")  # the gateway's, whatever an upstream said
         return jsonrpc.encode(message)
 
     def _notify(self, line: bytes) -> None:
