@@ -74,6 +74,9 @@ def test_a_missing_extra_malformed_or_different_header_is_a_mismatch(headers, ar
         {"type": "string", "x-mcp-header": ""},
         {"type": ["string", "null"], "x-mcp-header": "Either"},
         {"type": "string", "x-mcp-header": "region"},  # the same name in another case
+        {"anyOf": [{"type": "string", "x-mcp-header": "Under"}]},  # off the properties chain
+        {"type": "array", "items": {"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}},
+        {"type": "object", "$defs": {"d": {"type": "string", "x-mcp-header": "Def"}}},
     ],
 )
 def test_a_schema_with_an_invalid_mark_declares_no_header(mark):

@@ -46,13 +46,37 @@ def decode(raw: str | None) -> str | None:
         return None
 
 
+_SUBSCHEMAS: Final = frozenset(
+    [
+        "items",
+        "prefixItems",
+        "contains",
+        "additionalProperties",
+        "propertyNames",
+        "contentSchema",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "not",
+        "if",
+        "then",
+        "else",
+        "allOf",
+        "anyOf",
+        "oneOf",
+    ]
+)
+"""Keywords whose value is a subschema or a list of them (a mark under one is off the chain)."""
+_SCHEMA_MAPS: Final = frozenset({"patternProperties", "dependentSchemas", "$defs", "definitions"})
+"""Keywords whose value maps names to subschemas."""
+
+
 def declared(schema: Any) -> list[tuple[tuple[str, ...], str, str]]:
-    """(property path, header name, type) of each property marked ``x-mcp-header``, reached from
-    the schema's root through ``properties`` only. A schema with an invalid mark (not a token, on a
-    type a header cannot mirror, a name used twice) declares nothing: clients drop such a tool."""
+    """(property path, header name, type) of each property marked ``x-mcp-header``. A schema with an
+    invalid mark (off a chain of ``properties`` from the root, not a token, on a type a header cannot
+    mirror, a name used twice) declares nothing: clients drop such a tool."""
     found: list[tuple[tuple[str, ...], str, str]] = []
     names: set[str] = set()
-    stack: list[tuple[tuple[str, ...], Any]] = [((), schema)]
+    stack: list[tuple[tuple[str, ...] | None, Any]] = [((), schema)]
     while stack:
         path, node = stack.pop()
         if not isinstance(node, dict):
@@ -65,9 +89,13 @@ def declared(schema: Any) -> list[tuple[tuple[str, ...], str, str]]:
                 return []
             names.add(name.lower())
             found.append((path, name, kind))
-        properties = node.get("properties")
-        if isinstance(properties, dict):
-            stack.extend(((*path, key), sub) for key, sub in properties.items())
+        for keyword, value in node.items():
+            if keyword == "properties" and isinstance(value, dict):
+                stack.extend(((*path, key) if path is not None else None, sub) for key, sub in value.items())
+            elif keyword in _SUBSCHEMAS:
+                stack.extend((None, sub) for sub in (value if isinstance(value, list) else [value]))
+            elif keyword in _SCHEMA_MAPS and isinstance(value, dict):
+                stack.extend((None, sub) for sub in value.values())
     return found
 
 
