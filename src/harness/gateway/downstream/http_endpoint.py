@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.gateway.downstream import modern_era
+from harness.gateway.downstream import modern_era, param_headers
 from harness.gateway.downstream.http_door import HttpDoor
 from harness.gateway.downstream.http_session import Exchange, HttpSession, SessionFactory
 from harness.gateway.downstream.http_wire import (
@@ -339,14 +339,15 @@ class HttpEndpoint:
         if "id" not in message:
             await respond(writer, 202, b"", {})
             return True
+        session = self._modern.get(token)
+        if session is None or self.sessions.get(session.id) is not session:
+            session = self._modern[token] = self._open(token)
         mismatch = modern_era.header_mismatch(request.headers, message)
+        mismatch = mismatch or param_headers.call_mismatch(request.headers, message, session.session.view)
         if mismatch is not None:
             body = jsonrpc.error(message["id"], modern_era.HEADER_MISMATCH, mismatch)
             await respond(writer, 400, body.rstrip(b"\n"), json_type)
             return True
-        session = self._modern.get(token)
-        if session is None or self.sessions.get(session.id) is not session:
-            session = self._modern[token] = self._open(token)
         session.last_used = time.monotonic()
         exchange = session.open_exchange([message])
         session.current = exchange

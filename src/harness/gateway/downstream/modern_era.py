@@ -2,7 +2,7 @@
 
 A modern client never sends ``initialize``: every request carries its protocol version, client info
 and capabilities in ``params._meta``; ``server/discover`` says what the gateway serves; results carry
-``resultType`` (lists also ``ttlMs`` and ``cacheScope``); change notifications ride only
+``resultType`` (lists and reads also ``ttlMs`` and ``cacheScope``); change notifications ride only
 ``subscriptions/listen`` streams; and a server may not send it requests, so an upstream's elicitation
 during a call becomes an ``input_required`` result that the client answers by calling again with
 ``inputResponses`` and the ``requestState`` it was given.
@@ -14,7 +14,6 @@ handshake era's terms (upstreams are always spoken to in the handshake era).
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from harness.gateway.calls.inflight import CallInflight
+from harness.gateway.downstream import param_headers
 from harness.gateway.upstream.link import UpstreamLink
 from harness.gateway.wire import jsonrpc
 
@@ -37,10 +37,19 @@ SUBSCRIPTION_ID_KEY: Final = "io.modelcontextprotocol/subscriptionId"
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 
 CACHEABLE_METHODS: Final = frozenset(
-    {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list"}
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
 )
-"""Requests whose results also carry ``ttlMs`` and ``cacheScope`` (0 and private: a harness's
-listing follows its policy, which a reload can change at any time)."""
+"""Requests whose results also carry ``ttlMs`` and ``cacheScope`` (0 and private: what a harness
+may list or read follows its policy, which a reload can change at any time, and a handshake-era
+upstream says nothing of how long a resource stays fresh). An upstream's own keys are replaced:
+the gateway's answer is the caller's alone, never ``public``."""
 
 LISTEN_FLAGS: Final = {
     "notifications/tools/list_changed": "toolsListChanged",
@@ -205,11 +214,12 @@ class ModernWire:
         if not line.startswith(_RESULT_KEY, at):
             self.cacheable.discard(request_id)
             return line  # an error answer
-        if b'"resultType"' in line:
+        cacheable = request_id in self.cacheable
+        if b'"resultType"' in line or (cacheable and (b'"ttlMs"' in line or b'"cacheScope"' in line)):
             return self._restamped(line)
         at += len(_RESULT_KEY)
         stamp = _STAMP
-        if request_id in self.cacheable:
+        if cacheable:
             self.cacheable.discard(request_id)
             stamp += _CACHE_STAMP
         if line[at : at + 1] != b"}":
@@ -228,8 +238,7 @@ class ModernWire:
         request_id = message.get("id")
         if jsonrpc.is_id(request_id) and request_id in self.cacheable:
             self.cacheable.discard(request_id)
-            result.setdefault("ttlMs", 0)
-            result.setdefault("cacheScope", "private")
+            result.update(ttlMs=0, cacheScope="private")  # the gateway's, whatever an upstream said
         return jsonrpc.encode(message)
 
     def _notify(self, line: bytes) -> None:
@@ -311,20 +320,10 @@ def header_mismatch(headers: Mapping[str, str], message: dict[str, Any]) -> str 
     if (
         key is not None
         and isinstance(params, dict)
-        and _header_value(headers.get("mcp-name")) != params.get(key)
+        and param_headers.decode(headers.get("mcp-name")) != params.get(key)
     ):
         return f"the Mcp-Name header does not match the request's params.{key}"
     return None
-
-
-def _header_value(raw: str | None) -> str | None:
-    """A header value as sent: plain, or ``=?base64?<UTF-8 in base64>?=`` for what a header cannot hold."""
-    if raw is None or not (raw.startswith("=?base64?") and raw.endswith("?=")):
-        return raw
-    try:
-        return base64.b64decode(raw[9:-2], validate=True).decode()
-    except (ValueError, UnicodeDecodeError):
-        return None
 
 
 def http_status(line: bytes) -> int:
