@@ -20,7 +20,7 @@ from typing import Any
 
 from harness.events import Event, SessionClosed, SessionInitialized
 from harness.gateway.calls.inflight import CallInflight
-from harness.gateway.downstream import eras, modern_era
+from harness.gateway.downstream import eras
 from harness.gateway.downstream.eras import HANDSHAKE_VERSIONS
 from harness.gateway.downstream.features import ServerFeatures
 from harness.gateway.downstream.log_relay import LogRelay
@@ -151,7 +151,7 @@ class DownstreamSession:
         if self.modern is not None:
             if not eras.modern_request(self, request_id, method, params):
                 return
-        elif method != "initialize" and modern_era.has_envelope(params):
+        elif eras.opens_modern(message):
             eras.refuse_envelope(self, request_id)
             return
         if not self.protocol_version and method not in BEFORE_INITIALIZE:
