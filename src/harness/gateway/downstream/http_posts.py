@@ -94,10 +94,10 @@ class Posts:
         refusal = modern_era.missing_envelope(message["id"], message.get("params"))
         if refusal is not None:
             return await _refuse(writer, refusal)
+        session = self.table.modern(token)
         mismatch = modern_era.header_mismatch(request.headers, message)
         if mismatch is not None:
             return await _refuse(writer, jsonrpc.error(message["id"], modern_era.HEADER_MISMATCH, mismatch))
-        session = self.table.modern(token)
         exchange = session.open_exchange([message])
         _handle(session, exchange, message)
         kept = await answer(session, exchange, False, {}, reader, writer, modern=True)
