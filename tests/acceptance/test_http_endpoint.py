@@ -187,3 +187,43 @@ def test_a_2025_03_26_batch_over_http_gets_one_array_and_a_batch_of_notification
     status, _, body = _post(url, batch, headers)
     assert status == 200 and sorted(entry["id"] for entry in json.loads(body)) == [1, 2]
     assert _post(url, [note], headers)[0] == 202
+
+
+MODERN = "2026-07-28"
+VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+ENVELOPE = {VERSION_KEY: MODERN, CAPABILITIES_KEY: {}}
+
+
+@pytest.mark.slow
+def test_a_2026_request_is_answered_in_json_rpc_for_a_bad_envelope_an_unknown_version_or_a_removed_method(
+    start_daemon,
+):
+    port = free_port()
+    daemon = start_daemon(_config(port))
+    url = f"http://127.0.0.1:{port}/mcp"
+    bearer = {"Authorization": f"Bearer {_tokens(daemon)['a']}"}
+
+    def ask(request_id: int, method: str, meta: dict | None, version: str = MODERN) -> tuple[int, dict]:
+        params = {} if meta is None else {"_meta": meta}
+        body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        status, _, answer = _post(
+            url, body, {**bearer, "MCP-Protocol-Version": version, "Mcp-Method": method}
+        )
+        return status, json.loads(answer)
+
+    # The version header settles the era: no or a partial envelope is the 2026 era's -32602, with the id.
+    for request_id, meta in [(101, None), (102, {CAPABILITIES_KEY: {}}), (104, {VERSION_KEY: MODERN})]:
+        status, reply = ask(request_id, "server/discover", meta)
+        assert (status, reply["id"], reply["error"]["code"]) == (400, request_id, -32602), reply
+    # A revision the gateway does not know is the era's -32022, naming what it serves.
+    status, reply = ask(301, "server/discover", {**ENVELOPE, VERSION_KEY: "v999.0.0"}, version="v999.0.0")
+    assert (status, reply["id"], reply["error"]["code"]) == (400, 301, -32022), reply
+    assert reply["error"]["data"] == {"supported": [MODERN], "requested": "v999.0.0"}
+    # What 2026-07-28 removed is not found there.
+    for method in ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"):
+        status, reply = ask(500, method, ENVELOPE)
+        assert (status, reply["id"], reply["error"]["code"]) == (404, 500, -32601), (method, reply)
+    status, reply = ask(1, "server/discover", ENVELOPE)
+    assert status == 200 and reply["result"]["supportedVersions"] == [MODERN]
+    assert daemon.proc.poll() is None

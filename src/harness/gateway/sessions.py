@@ -4,13 +4,13 @@ routing snapshot the policy actor publishes, and told what the upstreams they re
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.actors.snapshots import Published
-from harness.events import Event
-from harness.gateway.downstream.connection import session_opened_event
+from harness.events import Event, SessionOpened
 from harness.gateway.downstream.features import ServerFeatures
 from harness.gateway.downstream.log_relay import LogRelay
 from harness.gateway.downstream.resource_proxy import Subscriptions
@@ -48,9 +48,15 @@ class SessionRoster:
         return LinkHooks(self.subscriptions.updated, self._resources_changed, self.log_relay.message)
 
     def new_session(
-        self, token: str | None, send: Any, bridge_version: int, transport: str = "stdio-bridge"
+        self,
+        token: str | None,
+        send: Any,
+        bridge_version: int,
+        modern: bool,
+        transport: str = "stdio-bridge",
     ) -> DownstreamSession:
-        """A session for a bridge connection (or an HTTP client) presenting ``token``."""
+        """A session for a bridge connection (or an HTTP client) presenting ``token``, in the era its
+        opener settled (``modern``: 2026-07-28)."""
         snapshot = self.routing.current
         identity = snapshot.identify(token)
         upstreams = self.upstreams
@@ -71,14 +77,15 @@ class SessionRoster:
             own=self.own,
             subscriptions=self.subscriptions,
             log_relay=self.log_relay,
+            modern=modern,
         )
         TOOL_SCHEMA_BYTES.labels(identity.harness or "").set(len(session.listing))
         self.emit(session_opened_event(session, transport, bridge_version))
         return session
 
-    def http_session(self, token: str, send: Any) -> DownstreamSession:
+    def http_session(self, token: str, send: Any, modern: bool) -> DownstreamSession:
         """A live session for an HTTP client."""
-        session = self.new_session(token, send, 0, transport="http")
+        session = self.new_session(token, send, 0, modern, transport="http")
         self.live.add(session)
         return session
 
@@ -122,3 +129,16 @@ class SessionRoster:
         """Close every live session."""
         for session in list(self.live):
             session.close(why)
+
+
+def session_opened_event(session: DownstreamSession, transport: str, bridge_version: int) -> SessionOpened:
+    """The event for a newly opened session."""
+    ident = session.identity
+    return SessionOpened(
+        ts=time.time(),
+        session_id=session.session_id,
+        harness=ident.harness,
+        run_id=ident.run_id,
+        transport=transport,
+        bridge_version=bridge_version,
+    )

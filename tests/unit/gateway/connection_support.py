@@ -79,9 +79,9 @@ class FakeDoor:
         self.refusals.append((reason, message))
 
     def open_session(
-        self, origin: PeerOrigin, token: str | None, send: Callable[[bytes], None], version: int
+        self, origin: PeerOrigin, token: str | None, send: Callable[[bytes], None], version: int, modern: bool
     ) -> DownstreamSession:
-        session = plain_session(send, [])
+        session = plain_session(send, [], modern=modern)
         handle = session.handle
 
         def recording(message: Any) -> None:

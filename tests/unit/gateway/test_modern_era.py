@@ -46,10 +46,10 @@ def request(
     }
 
 
-def make_session():
+def make_session(modern: bool = True):
     sent: list[bytes] = []
     events: list[Any] = []
-    session = plain_session(sent.append, events)
+    session = plain_session(sent.append, events, modern=modern)
     return session, sent, events
 
 
@@ -73,10 +73,8 @@ def test_discover_settles_the_era_and_says_what_the_gateway_serves():
 
 def test_every_result_is_stamped_and_lists_carry_cache_keys():
     session, sent, _events = make_session()
-    session.handle(request(1, "ping"))
     session.handle(request("two", "tools/list"))
-    ping, listing = answers(sent)
-    assert ping == {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete"}}
+    (listing,) = answers(sent)
     assert listing["result"]["resultType"] == "complete"
     assert listing["result"]["ttlMs"] == 0 and listing["result"]["cacheScope"] == "private"
     assert isinstance(listing["result"]["tools"], list)
@@ -108,6 +106,17 @@ def test_a_bad_envelope_is_refused_and_settles_nothing(params, code, words):
     assert session.protocol_version == ""
 
 
+@pytest.mark.parametrize(
+    "method", ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"]
+)
+def test_a_method_the_2026_revision_removed_is_not_found_in_a_2026_request(method):
+    session, sent, _events = make_session()
+    session.handle(request("r", method, {"uri": "file:///x", "level": "info", "protocolVersion": MODERN}))
+    (reply,) = answers(sent)
+    assert reply["id"] == "r" and reply["error"]["code"] == -32601
+    assert method in reply["error"]["message"]
+
+
 def test_the_eras_do_not_mix_on_one_session():
     modern, sent, _events = make_session()
     modern.handle(request(1, "server/discover"))
@@ -117,7 +126,7 @@ def test_the_eras_do_not_mix_on_one_session():
     refused = answers(sent)[1]["error"]
     assert refused["code"] == -32022 and refused["data"]["supported"] == [MODERN]
 
-    old, sent, _events = make_session()
+    old, sent, _events = make_session(modern=False)
     old.handle(
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}
     )
@@ -248,7 +257,7 @@ def test_an_elicitation_is_refused_without_the_capability_and_a_suspended_call_e
     session.relay_request(_in_flight(session, link, 5), ELICIT, upstream_got.append)
     assert upstream_got[0]["error"]["code"] == -32021
 
-    session.handle(request(2, "ping", capabilities={"elicitation": {}}))
+    session.handle(request(2, "tools/list", capabilities={"elicitation": {}}))
     call = _in_flight(session, link, 8)
     session.relay_request(call, ELICIT, upstream_got.append)
     sent.clear()

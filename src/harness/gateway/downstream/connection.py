@@ -19,12 +19,12 @@ import json
 import logging
 import os
 import socket
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
-from harness.events import SessionOpened
+from harness.gateway.downstream import eras
 from harness.gateway.downstream.agent_pipes import FD_COUNT, AgentPipes, received_fds
 from harness.gateway.downstream.session import DownstreamSession
 from harness.gateway.wire import jsonrpc
@@ -43,8 +43,8 @@ MAX_PREAMBLE_BYTES = 4096
 MAX_MESSAGE_BYTES = 16 << 20
 KINDS = ("mcp", "control")
 
-SessionFactory = Callable[[str | None, Callable[[bytes], None], int], DownstreamSession]
-"""(token, send, bridge protocol version) → a new session."""
+SessionFactory = Callable[[str | None, Callable[[bytes], None], int, bool], DownstreamSession]
+"""(token, send, bridge protocol version, whether it is in the 2026-07-28 era) → a new session."""
 
 
 class PreambleError(ValueError):
@@ -122,9 +122,9 @@ class Door(Protocol):
         ...
 
     def open_session(
-        self, origin: PeerOrigin, token: str | None, send: Callable[[bytes], None], version: int
+        self, origin: PeerOrigin, token: str | None, send: Callable[[bytes], None], version: int, modern: bool
     ) -> DownstreamSession:
-        """A new MCP session for a peer presenting ``token``."""
+        """A new MCP session for a peer presenting ``token``, in the era ``modern`` says."""
         ...
 
     async def answer(self, origin: PeerOrigin, token: str | None, command: str, args: dict[str, Any]) -> Any:
@@ -143,6 +143,8 @@ class BridgeConnection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._deadline: asyncio.TimerHandle | None = None
         self.session: DownstreamSession | None = None
+        """The MCP session, opened by the first message in the era it opens (:func:`.eras.opens_modern`)."""
+        self._opener: Callable[[bool], DownstreamSession] | None = None
         self._handle: Callable[[Any], None] | None = None
         self._control_task: asyncio.Task[None] | None = None
         self._pipes: AgentPipes | None = None
@@ -216,10 +218,24 @@ class BridgeConnection(asyncio.Protocol):
             if pre.fds and self._expect_fds(pre):
                 return
             self._send(b'{"harness_fds":"copy"}\n')
-        session = self._door.open_session(origin, pre.token, self._send, pre.version)
-        self.session = session
+        self._await_session(partial(self._door.open_session, origin, pre.token, self._send, pre.version))
+
+    def _await_session(self, opener: Callable[[bool], DownstreamSession]) -> None:
+        """Read MCP messages; the first opens the session."""
+        self._opener = opener
         self._buffer = jsonrpc.LineBuffer(MAX_MESSAGE_BYTES)
-        self._handle = session.handle
+        self._handle = self._first_message
+
+    def _first_message(self, message: Any) -> None:
+        self._open_session(eras.opens_modern(message)).handle(message)
+
+    def _open_session(self, modern: bool = False) -> DownstreamSession:
+        """The session, opened now if it is not yet (by a line that is no message: the handshake era)."""
+        if self.session is None:
+            assert self._opener is not None
+            self.session = self._opener(modern)
+            self._handle = self.session.handle
+        return self.session
 
     # ---------------------------------------------------------------- descriptor passing
 
@@ -287,10 +303,7 @@ class BridgeConnection(asyncio.Protocol):
             os.close(stdin)
             return
         self._pipes = pipes
-        session = self._door.open_session(origin, pre.token, pipes.send, pre.version)
-        self.session = session
-        self._buffer = jsonrpc.LineBuffer(MAX_MESSAGE_BYTES)
-        self._handle = session.handle
+        self._await_session(partial(self._door.open_session, origin, pre.token, pipes.send, pre.version))
         try:
             await pipes.open_input(stdin, self._received, self._agent_ended)
         except (OSError, ValueError) as exc:
@@ -315,29 +328,27 @@ class BridgeConnection(asyncio.Protocol):
 
     def _received(self, data: bytes) -> None:
         buffer = self._buffer
-        assert buffer is not None
-        handle = self._handle
-        assert handle is not None
+        assert buffer is not None and self._handle is not None
         parse = jsonrpc.parse
         for line in buffer.feed(data):
             if line is None:  # past the limit: the session answers and goes on; a control request ends
-                if self.session is None:
+                if self._opener is None:
                     self._abort(buffer.too_long(), "too long")
                     return
-                self.session.refuse_oversized(buffer.too_long())
+                self._open_session().refuse_oversized(buffer.too_long())
                 continue
             if not line.strip():  # blank and whitespace-only lines are not messages
                 continue
             try:
                 message = parse(line)
             except jsonrpc.NotJSON as exc:
-                if self.session is not None:
-                    self.session.refuse_unparsable(line, exc.reason)
+                if self._opener is not None:
+                    self._open_session().refuse_unparsable(line, exc.reason)
                 else:
                     self._send(jsonrpc.error(None, jsonrpc.PARSE_ERROR, f"parse error: {exc.reason}"))
                 continue
             try:
-                handle(message)
+                self._handle(message)
             except Exception:  # a bug must cost one answer, never the connection or the daemon
                 log.exception("error handling a message")
                 self._send(jsonrpc.error(None, jsonrpc.INTERNAL_ERROR, "internal error in the gateway"))
@@ -384,16 +395,3 @@ class BridgeConnection(asyncio.Protocol):
 
     def eof_received(self) -> bool | None:
         return False
-
-
-def session_opened_event(session: DownstreamSession, transport: str, bridge_version: int) -> SessionOpened:
-    """The event for a newly opened session."""
-    ident = session.identity
-    return SessionOpened(
-        ts=time.time(),
-        session_id=session.session_id,
-        harness=ident.harness,
-        run_id=ident.run_id,
-        transport=transport,
-        bridge_version=bridge_version,
-    )

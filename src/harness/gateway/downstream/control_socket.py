@@ -93,12 +93,18 @@ class ControlSocket:
         self._log.note(reason, message)
 
     def open_session(
-        self, origin: PeerOrigin, token: str | None, send: Callable[[bytes], None], version: int
+        self,
+        origin: PeerOrigin,
+        token: str | None,
+        send: Callable[[bytes], None],
+        version: int,
+        modern: bool,
     ) -> DownstreamSession:
-        """A session with the token its origin may use; an unattributed one is logged (rate-limited)."""
+        """A session with the token its origin may use, in the era ``modern`` says; an unattributed
+        one is logged (rate-limited)."""
         identities = self._identities()
         usable = session_token(origin, token, identities)
-        session = self._new_session(usable, send, version)
+        session = self._new_session(usable, send, version, modern)
         if session.identity.harness is None:
             if token is None:
                 reason, why = "no token", "it presented no token"

@@ -1,10 +1,10 @@
 """What each protocol revision changes for a downstream session: the ``initialize`` handshake,
 JSON-RPC batches (2025-03-26 only), and the 2026-07-28 envelope with its own methods.
 
-The era is settled by a session's first request (``initialize``, or one carrying the envelope);
-these functions settle it and answer the era's own methods. The session keeps the state they set
-(``protocol_version``, ``modern``, and the output ``send`` a 2026-07-28 wire or an open batch
-passes through).
+The era is settled before a session is built, by whoever opens it (:func:`opens_modern` on the
+bridge connection's first message; the HTTP endpoint from the request's headers and envelope), and
+passed in; these functions answer the era's own methods. The session keeps the state they set
+(``protocol_version`` and the open batch its output passes through).
 """
 
 from __future__ import annotations
@@ -28,6 +28,22 @@ INSTRUCTIONS = (
 )
 
 
+REMOVED_METHODS = frozenset(
+    ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe")
+)
+"""Handshake-era methods the 2026-07-28 revision removed: a 2026-07-28 request for one is -32601."""
+
+
+def opens_modern(message: Any) -> bool:
+    """Whether a connection's first message opens its session in the 2026-07-28 era: a request,
+    not ``initialize``, whose params carry the envelope (anything else opens the handshake era)."""
+    return (
+        isinstance(message, dict)
+        and message.get("method") != "initialize"
+        and modern_era.has_envelope(message.get("params"))
+    )
+
+
 class EraSession(Protocol):
     """What the eras read and set of a session (:class:`~.session.DownstreamSession`)."""
 
@@ -36,7 +52,12 @@ class EraSession(Protocol):
     features: ServerFeatures
     answers_batches: bool
     batches: BatchReplies | None
-    send: Callable[[bytes], None]
+    wire: Callable[[bytes], None]
+    """The era's output (the transport's, or the 2026-07-28 wire's), under any open batch."""
+
+    def send(self, line: bytes) -> None:
+        """The session's output."""
+        ...
 
     def handle(self, message: Any) -> None:
         """Dispatch one parsed message."""
@@ -49,10 +70,6 @@ class EraSession(Protocol):
 
 def _capabilities(session: EraSession) -> dict[str, Any]:
     return {"tools": {"listChanged": True}, **session.features.capabilities()}
-
-
-def _route_output(session: EraSession, send: Callable[[bytes], None]) -> None:
-    session.send = session.features.send = send
 
 
 def initialize(session: EraSession, request_id: Any, message: dict[str, Any]) -> None:
@@ -80,7 +97,7 @@ def initialize(session: EraSession, request_id: Any, message: dict[str, Any]) ->
 def batch(session: EraSession, messages: list[Any]) -> None:
     """A JSON-RPC batch (legal in 2025-03-26 only): each member handled as if sent alone; the
     answers go out as one array once all are in (an empty batch is an invalid request). While a
-    batch is open, the session's output passes through its :class:`BatchReplies`."""
+    batch is open, the session sends through its :class:`BatchReplies`."""
     if not messages:
         session.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "an empty batch"))
         return
@@ -99,46 +116,39 @@ def batch(session: EraSession, messages: list[Any]) -> None:
 
 
 def _batch_replies(session: EraSession) -> BatchReplies | None:
-    """The open batches' collector, routing the output through it from now (None: the transport
-    assembles batch answers itself, as the HTTP endpoint does)."""
+    """The open batches' collector, which the session sends through until they are answered (None:
+    the transport assembles batch answers itself, as the HTTP endpoint does)."""
     if not session.answers_batches:
         return None
     if session.batches is None:
-        wire = session.send
 
         def idle() -> None:
             session.batches = None
-            _route_output(session, wire)
 
-        session.batches = BatchReplies(wire, idle)
-        _route_output(session, session.batches.route)
+        session.batches = BatchReplies(session.wire, idle)
     return session.batches
 
 
 def modern_request(session: EraSession, request_id: Any, method: str, params: Any) -> bool:
-    """A request on a 2026-07-28 session, or the one that makes the session one: its envelope
-    checked, the era's own methods answered. True: dispatch it as usual."""
-    if method == "initialize":
+    """A request on a 2026-07-28 session: its envelope checked, the era's own methods answered, the
+    removed ones refused. True: dispatch it as usual."""
+    if method == "initialize" and not modern_era.has_envelope(params):
         asked = params.get("protocolVersion") if isinstance(params, dict) else None
         why = "this session serves the 2026-07-28 protocol; the initialize handshake is not accepted on it"
         session.send(modern_era.unsupported_version(request_id, asked, why))
-        return False
-    if session.modern is None and session.protocol_version:
-        detail = (
-            f"this session serves the handshake era ({session.protocol_version}); "
-            "requests carrying the 2026-07-28 envelope are not accepted on it"
-        )
-        session.send(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, detail))
         return False
     envelope = modern_era.read_envelope(request_id, params)
     if isinstance(envelope, bytes):
         session.send(envelope)
         return False
     wire = session.modern
-    if wire is None:
-        wire = session.modern = ModernWire(session.send)
-        _route_output(session, wire.send)
+    assert wire is not None
+    if not session.protocol_version:
         session.begin(envelope.version, envelope.client_info)
+    if method in REMOVED_METHODS:
+        detail = f"method not found: {method} (the 2026-07-28 revision removed it)"
+        session.send(jsonrpc.error(request_id, jsonrpc.METHOD_NOT_FOUND, detail))
+        return False
     session.features.client_capabilities = envelope.capabilities
     modern_era.strip_envelope(params)
     if method in modern_era.CACHEABLE_METHODS:
@@ -170,6 +180,15 @@ def _listen(session: EraSession, wire: ModernWire, request_id: Any, params: Any)
     else:
         wire.acknowledge(request_id, listen)
         session.features.watch(listen.uris, True)
+
+
+def refuse_envelope(session: EraSession, request_id: Any) -> None:
+    """A request carrying the 2026-07-28 envelope on a handshake-era session."""
+    detail = (
+        f"this session serves the handshake era ({session.protocol_version or 'not initialized'}); "
+        "requests carrying the 2026-07-28 envelope are not accepted on it"
+    )
+    session.send(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, detail))
 
 
 def stop_listening(session: EraSession, request_id: Any) -> None:

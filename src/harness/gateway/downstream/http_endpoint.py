@@ -20,8 +20,10 @@ no ``Authorization: Bearer <token>``        401, ``WWW-Authenticate: Bearer``
 a token no running harness holds            401
 the connection's process may not present    403 (``http_door.py``: a process in harness B's tree
 this token                                  presenting A's token, as on the control socket)
+an ``MCP-Protocol-Version`` no era serves   400 (``http_table.py``; a POST without a session id
+                                            is a 2026-07-28 request: -32022)
 no ``Mcp-Session-Id`` (not ``initialize``,  400
-nor a 2026-07-28 request)
+nor a 2026-07-28 request: ``http_posts.py``)
 an unknown or ended session id              404 (the client starts a new session)
 the session was opened with another token   403
 ==========================================  =====================================================
@@ -36,32 +38,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.gateway.downstream import modern_era, param_headers
 from harness.gateway.downstream.http_door import HttpDoor
-from harness.gateway.downstream.http_session import Exchange, HttpSession, SessionFactory
+from harness.gateway.downstream.http_posts import Posts
+from harness.gateway.downstream.http_session import HttpSession, SessionFactory
+from harness.gateway.downstream.http_table import SessionTable
 from harness.gateway.downstream.http_wire import (
     HEAD_TIMEOUT_S,
     MAX_HEAD,
-    ClientGone,
     HttpRefusal,
     Request,
-    answers,
-    drain,
     loopback_hosts,
-    next_line,
     read_request,
     respond,
     respond_refusal,
     stream,
 )
-from harness.gateway.downstream.session import HANDSHAKE_VERSIONS
 from harness.gateway.wire import jsonrpc
-from harness.gateway.wire.batch import json_array
 from harness.rules.access import PeerOrigin
 from harness.rules.routing import Identity
 
@@ -71,20 +66,8 @@ PATH = "/mcp"
 BACKLOG = 1024
 """Connections the kernel queues before accept: past it a connect's SYN is dropped and retried a
 second later, which a burst of 1,000 connections from other processes would cost a client."""
-MAX_SESSIONS_PER_TOKEN = 16
 KEEP_ALIVE_S = 120.0
 """An idle keep-alive connection is closed after this long."""
-SESSION_IDLE_S = 3600.0
-"""A session with no request for this long (and no open stream) is ended when a new one opens."""
-
-
-def _modern(message: Any) -> bool:
-    """A request or notification in the 2026-07-28 era (its params carry the envelope)."""
-    return (
-        isinstance(message, dict)
-        and message.get("method") != "initialize"
-        and modern_era.has_envelope(message.get("params"))
-    )
 
 
 class HttpEndpoint:
@@ -99,12 +82,10 @@ class HttpEndpoint:
         door: HttpDoor,
     ) -> None:
         self.host, self.port = host, port
-        self._new_session = new_session
         self._identities = identities
         self.door = door
-        self.sessions: dict[str, HttpSession] = {}
-        self._modern: dict[str, HttpSession] = {}
-        """Each token's 2026-07-28 session (that era has no session ids; its state is the token's)."""
+        self.table = SessionTable(new_session, identities)
+        self._posts = Posts(self.table)
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[Any]] = set()
         self._hosts = loopback_hosts(host, port)
@@ -121,9 +102,7 @@ class HttpEndpoint:
         if self._server is not None:
             self._server.close()
         self.door.close()
-        for session in list(self.sessions.values()):
-            session.end("the HTTP endpoint stopped")
-        self.sessions.clear()
+        self.table.close()
         for task in list(self._connections):
             task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
@@ -195,11 +174,10 @@ class HttpEndpoint:
         try:
             if request.method == "POST":
                 return await self._post(request, token, reader, writer)
-            session = self._session(request, token)
+            session = self.table.find(request.headers, token)
             if request.method == "GET":
                 return await self._get(request, session, reader, writer)
-            session.end("the client ended the session (DELETE)")
-            self.sessions.pop(session.id, None)
+            self.table.end(session, "the client ended the session (DELETE)")
             await respond(writer, 200, b"", {})
             return True
         except HttpRefusal as refusal:
@@ -219,9 +197,6 @@ class HttpEndpoint:
             )
         if request.method not in ("POST", "GET", "DELETE"):
             raise HttpRefusal(405, f"method {request.method} is not allowed", {"Allow": "POST, GET, DELETE"})
-        version = request.headers.get("mcp-protocol-version")
-        if version is not None and version not in HANDSHAKE_VERSIONS + modern_era.MODERN_VERSIONS:
-            raise HttpRefusal(400, f"unsupported MCP-Protocol-Version {version!r}")
 
     def _token(self, request: Request) -> str:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
@@ -230,33 +205,9 @@ class HttpEndpoint:
             raise HttpRefusal(401, "send Authorization: Bearer <the harness's HARNESS_MCP_TOKEN>", challenge)
         token = token.strip()
         if token not in self._identities():
-            for session in [s for s in self.sessions.values() if s.token == token]:
-                session.end("its token is no longer valid")
-                self.sessions.pop(session.id, None)
+            self.table.end_token(token)
             raise HttpRefusal(401, "the token is not a running harness's", challenge)
         return token
-
-    def _prune(self) -> None:
-        """End sessions whose harness exited (their token is gone) or that sat idle too long."""
-        identities = self._identities()
-        stale = time.monotonic() - SESSION_IDLE_S
-        for session in list(self.sessions.values()):
-            idle = session.last_used < stale and session.standalone is None and not session.busy
-            if session.token not in identities or idle:
-                session.end("its harness exited" if session.token not in identities else "idle")
-                del self.sessions[session.id]
-
-    def _session(self, request: Request, token: str) -> HttpSession:
-        session_id = request.headers.get("mcp-session-id")
-        if not session_id:
-            raise HttpRefusal(400, "Mcp-Session-Id is missing: send initialize first, then its session id")
-        session = self.sessions.get(session_id)
-        if session is None:
-            raise HttpRefusal(404, "no such session (it ended): initialize a new one")
-        if not secrets.compare_digest(session.token, token):
-            raise HttpRefusal(403, "this session was opened with another token")
-        session.last_used = time.monotonic()
-        return session
 
     # ---------------------------------------------------------------- methods
 
@@ -274,133 +225,7 @@ class HttpEndpoint:
             body = jsonrpc.error(None, jsonrpc.PARSE_ERROR, f"parse error: {exc.reason}")
             await respond(writer, 400, body, {"Content-Type": "application/json"})
             return True
-        if not request.headers.get("mcp-session-id") and _modern(message):
-            return await self._post_modern(request, token, message, reader, writer)
-        messages = message if isinstance(message, list) else [message]
-        opens = any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
-        if opens:
-            if request.headers.get("mcp-session-id"):
-                raise HttpRefusal(400, "initialize opens a new session: send it without Mcp-Session-Id")
-            session = self._open(token)
-        else:
-            session = self._session(request, token)
-        exchange = session.open_exchange(messages)
-        answers_expected = bool(exchange.ids)
-        session.current = exchange
-        try:
-            session.session.handle(message)
-        finally:
-            session.current = None
-        headers = {"Mcp-Session-Id": session.id}
-        if not answers_expected:
-            session.close_exchange(exchange)
-            refused = drain(exchange.lines)  # an invalid message is answered with a null id
-            if refused:
-                await respond(
-                    writer, 400, refused[0].rstrip(b"\n"), {**headers, "Content-Type": "application/json"}
-                )
-            else:
-                await respond(writer, 202, b"", headers)
-            return True
-        return await self._answer(session, exchange, isinstance(message, list), headers, reader, writer)
-
-    def _open(self, token: str) -> HttpSession:
-        """A new session for ``token``. At most MAX_SESSIONS_PER_TOKEN are open at once: past that the
-        least recently used one that is idle (no request being answered, no GET stream, not the
-        token's 2026-era session) is ended for it, as a client that reconnects without a DELETE
-        expects; 429 when every one is busy."""
-        self._prune()
-        mine = [s for s in self.sessions.values() if s.token == token]
-        if len(mine) >= MAX_SESSIONS_PER_TOKEN:
-            modern = self._modern.get(token)
-            idle = [s for s in mine if not s.busy and s.standalone is None and s is not modern]
-            if not idle:
-                detail = f"{MAX_SESSIONS_PER_TOKEN} sessions of this token are busy; end one"
-                raise HttpRefusal(429, detail)
-            oldest = min(idle, key=lambda s: s.last_used)
-            oldest.end(f"replaced: its token opened more than {MAX_SESSIONS_PER_TOKEN} sessions")
-            del self.sessions[oldest.id]
-        session = HttpSession(token, self._new_session)
-        self.sessions[session.id] = session
-        return session
-
-    async def _post_modern(
-        self,
-        request: Request,
-        token: str,
-        message: dict[str, Any],
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-    ) -> bool:
-        """A 2026-07-28 request: no session id; the token's one 2026-era session answers it (its
-        input_required states and listen streams live there). A notification is acknowledged and
-        dropped (this era has none from client to server over HTTP: closing a stream cancels)."""
-        json_type = {"Content-Type": "application/json"}
-        if "id" not in message:
-            await respond(writer, 202, b"", {})
-            return True
-        session = self._modern.get(token)
-        if session is None or self.sessions.get(session.id) is not session:
-            session = self._modern[token] = self._open(token)
-        mismatch = modern_era.header_mismatch(request.headers, message)
-        mismatch = mismatch or param_headers.call_mismatch(request.headers, message, session.session.view)
-        if mismatch is not None:
-            body = jsonrpc.error(message["id"], modern_era.HEADER_MISMATCH, mismatch)
-            await respond(writer, 400, body.rstrip(b"\n"), json_type)
-            return True
-        session.last_used = time.monotonic()
-        exchange = session.open_exchange([message])
-        session.current = exchange
-        try:
-            session.session.handle(message)
-        finally:
-            session.current = None
-        kept = await self._answer(session, exchange, False, {}, reader, writer, modern=True)
-        if not kept:  # the client closed the response stream: in this era that cancels the request
-            for request_id in list(exchange.ids):
-                cancel = {"requestId": request_id, "reason": "the client closed the response stream"}
-                session.session.handle(
-                    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}
-                )
-        return kept
-
-    async def _answer(
-        self,
-        session: HttpSession,
-        exchange: Exchange,
-        batch: bool,
-        headers: dict[str, str],
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        modern: bool = False,
-    ) -> bool:
-        """A POST's answer: one JSON body, or an SSE stream (``modern``: a JSON error gets the HTTP
-        status the 2026-07-28 transport gives it)."""
-        first: bytes | None = None
-        if not exchange.tokens and not exchange.notified:
-            # No progress token: one JSON body as soon as every answer is there (at once for
-            # initialize, tools/list and refusals), unless something for the agent comes first (an
-            # elicitation during the call): then a stream that starts with it.
-            try:
-                first = await next_line(exchange.lines, reader)
-            except ClientGone:
-                session.close_exchange(exchange)
-                return False
-            if not exchange.notified:
-                try:
-                    lines = [] if first is None else [first, *await answers(exchange.lines)]
-                finally:
-                    session.close_exchange(exchange)
-                if not lines:  # the session ended first
-                    return False
-                body = lines[0].rstrip(b"\n") if not batch else json_array(lines)
-                status = modern_era.http_status(body) if modern else 200
-                await respond(writer, status, body, {**headers, "Content-Type": "application/json"})
-                return True
-        try:
-            return await stream(writer, reader, exchange.lines, headers, first)
-        finally:
-            session.close_exchange(exchange)
+        return await self._posts.post(request, token, message, (reader, writer))
 
     async def _get(
         self,

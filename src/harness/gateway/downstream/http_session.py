@@ -17,8 +17,9 @@ from harness.gateway.downstream.session import DownstreamSession
 from harness.gateway.wire import jsonrpc
 from harness.gateway.wire.batch import request_ids
 
-SessionFactory = Callable[[str, Callable[[bytes], None]], DownstreamSession]
-"""Opens a downstream session for a token with a ``send`` callback (the daemon's ``new_session``)."""
+SessionFactory = Callable[[str, Callable[[bytes], None], bool], DownstreamSession]
+"""Opens a downstream session for a token with a ``send`` callback, in the handshake era or (True)
+the 2026-07-28 era (the daemon's ``http_session``)."""
 
 
 @dataclass(eq=False)
@@ -45,7 +46,7 @@ class HttpSession:
     """A downstream session reached over HTTP: routes what the session sends to the POST stream of
     the request it answers (or whose progress token it carries), else to the GET stream."""
 
-    def __init__(self, token: str, new_session: SessionFactory) -> None:
+    def __init__(self, token: str, new_session: SessionFactory, modern: bool = False) -> None:
         self.id = secrets.token_urlsafe(24)
         self.token = token
         self.last_used = time.monotonic()
@@ -54,7 +55,7 @@ class HttpSession:
         self.current: Exchange | None = None
         """The exchange whose messages the session is handling right now (synchronous answers)."""
         self.standalone: asyncio.Queue[bytes | None] | None = None
-        self.session = new_session(token, self.send)
+        self.session = new_session(token, self.send, modern)
         self.session.features.send_related = self.send_related
         self.session.answers_batches = False  # each POST's exchange assembles its batch's answer
 

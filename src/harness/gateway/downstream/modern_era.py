@@ -7,9 +7,10 @@ and capabilities in ``params._meta``; ``server/discover`` says what the gateway 
 during a call becomes an ``input_required`` result that the client answers by calling again with
 ``inputResponses`` and the ``requestState`` it was given.
 
-The session decides its era from its first request and keeps it. Everything it sends goes through
-:class:`ModernWire`, which converts at the boundary: the session and the upstream side stay in the
-handshake era's terms (upstreams are always spoken to in the handshake era).
+A session's era is settled when it is built (``eras.opens_modern``, or the HTTP request's
+headers); everything a 2026-07-28 session sends goes through :class:`ModernWire`, which converts
+at the boundary: the session and the upstream side stay in the handshake era's terms (upstreams are
+always spoken to in the handshake era).
 """
 
 from __future__ import annotations
@@ -91,8 +92,9 @@ class Envelope:
     client_info: dict[str, Any]
 
 
-def read_envelope(request_id: Any, params: Any) -> Envelope | bytes:
-    """The request's envelope, or the error line that refuses it (the SDKs' checks, in their order)."""
+def missing_envelope(request_id: Any, params: Any) -> bytes | None:
+    """The -32602 line refusing a request whose envelope is absent or lacks a required key (the
+    first check of a 2026-07-28 request, before its headers and its version)."""
     meta = params.get("_meta") if isinstance(params, dict) else None
     if not isinstance(meta, dict):
         keys = f"{PROTOCOL_VERSION_KEY!r} and {CLIENT_CAPABILITIES_KEY!r}"
@@ -102,6 +104,14 @@ def read_envelope(request_id: Any, params: Any) -> Envelope | bytes:
     if missing:
         detail = f"params._meta is missing the required envelope key(s): {', '.join(missing)}"
         return jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, detail)
+    return None
+
+
+def read_envelope(request_id: Any, params: Any) -> Envelope | bytes:
+    """The request's envelope, or the error line that refuses it (the SDKs' checks, in their order)."""
+    if (refusal := missing_envelope(request_id, params)) is not None:
+        return refusal
+    meta = params["_meta"]
     version = meta[PROTOCOL_VERSION_KEY]
     if not isinstance(version, str):
         return jsonrpc.error(request_id, jsonrpc.INVALID_PARAMS, f"{PROTOCOL_VERSION_KEY} must be a string")

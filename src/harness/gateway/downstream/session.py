@@ -5,7 +5,8 @@ It is an actor on the loop rather than a pykka thread: its mailbox is :meth:`del
 the loop, so the per-call path reads its state with no thread hop (a pykka ask costs 50-135 µs,
 more than the gateway's whole per-call overhead). It keeps the connection's state and dispatches
 each message by its method: tool calls to :mod:`.tool_calls`, the handshake and the 2026-07-28
-envelope to :mod:`.eras`, prompts, resources and the rest to :mod:`.features`.
+envelope to :mod:`.eras`, prompts, resources and the rest to :mod:`.features`. Its era is given
+when it is built (``modern``): who opens it decides (:func:`.eras.opens_modern`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from harness.events import Event, SessionClosed, SessionInitialized
 from harness.gateway.calls.inflight import CallInflight
-from harness.gateway.downstream import eras, modern_era
+from harness.gateway.downstream import eras
 from harness.gateway.downstream.eras import HANDSHAKE_VERSIONS
 from harness.gateway.downstream.features import ServerFeatures
 from harness.gateway.downstream.log_relay import LogRelay
@@ -73,6 +74,7 @@ class DownstreamSession:
         running: Callable[[str], UpstreamLink | None] | None = None,
         subscriptions: Subscriptions | None = None,
         log_relay: LogRelay | None = None,
+        modern: bool = False,
     ) -> None:
         self.session_id = os.urandom(8).hex()
         self.token = token
@@ -82,15 +84,21 @@ class DownstreamSession:
         self._pages: ToolPages | None = None
         """:attr:`listing` in pages, made at its first ``tools/list``."""
         self.protocol_version = ""
-        self.modern: ModernWire | None = None
-        """The 2026-07-28 era's adapter, once the session's first request carried its envelope."""
+        """The revision, once ``initialize`` (or a first valid 2026-07-28 request) settled it."""
+        self.modern = ModernWire(send) if modern else None
+        """The 2026-07-28 era's adapter (None: the handshake era)."""
+        self.wire = send if self.modern is None else self.modern.send
+        """The era's output (under an open batch, see :meth:`send`)."""
+        self.answers_batches = True
+        """Whether a batch's answers go out as one array line (False: the transport assembles them)."""
+        self.batches: BatchReplies | None = None
+        """The open batch's collector (see :func:`.eras.batch`)."""
         self.recorder = recorder
-        self.send = send
         self._emit = emit
         self._closed = False
         self._on_close = on_close
         self.features = ServerFeatures(
-            send=send,
+            send=self.send,
             servers=lambda: self.view.servers,
             prompt_allowed=self._allows_prompt,
             running=running or links,
@@ -101,10 +109,6 @@ class DownstreamSession:
         self.tool_calls = ToolCalls(self, OwnCalls(self, emit, search, own), links=links, known=known)
         self.calls = self.tool_calls.inflight
         """Forwarded calls in flight, by the agent's request id."""
-        self.answers_batches = True
-        """Whether a batch's answers go out as one array line (False: the transport assembles them)."""
-        self.batches: BatchReplies | None = None
-        """The open batch's collector (see :func:`.eras.batch`)."""
         self._handlers: dict[str, Handler] = {
             "ping": self._ping,
             "initialize": partial(eras.initialize, self),
@@ -144,8 +148,11 @@ class DownstreamSession:
             self.send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, detail))
             return
         params = message.get("params")
-        modern = self.modern is not None or (method != "initialize" and modern_era.has_envelope(params))
-        if modern and not eras.modern_request(self, request_id, method, params):
+        if self.modern is not None:
+            if not eras.modern_request(self, request_id, method, params):
+                return
+        elif eras.opens_modern(message):
+            eras.refuse_envelope(self, request_id)
             return
         if not self.protocol_version and method not in BEFORE_INITIALIZE:
             detail = f"{method} before initialize: send initialize first (only ping may come before it)"
@@ -158,6 +165,14 @@ class DownstreamSession:
             self.features.handle(request_id, method, params)
         else:
             self.send(jsonrpc.error(request_id, jsonrpc.METHOD_NOT_FOUND, f"method not found: {method}"))
+
+    def send(self, line: bytes) -> None:
+        """The session's output: through the open batch's collector (see :func:`.eras.batch`), else
+        the era's wire."""
+        if self.batches is None:
+            self.wire(line)
+        else:
+            self.batches.route(line)
 
     def _ping(self, request_id: Any, _message: dict[str, Any]) -> None:
         self.send(jsonrpc.result(request_id, {}))
