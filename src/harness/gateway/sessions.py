@@ -45,7 +45,9 @@ class SessionRoster:
 
     def link_hooks(self) -> LinkHooks:
         """What an upstream's wire tells the sessions it serves (resource updates, list changes, logs)."""
-        return LinkHooks(self.subscriptions.updated, self._resources_changed, self.log_relay.message)
+        return LinkHooks(
+            self.subscriptions.updated, self._resources_changed, self.log_relay.message, self._tools_announced
+        )
 
     def new_session(
         self,
@@ -110,14 +112,26 @@ class SessionRoster:
         for session in self.live:
             session.deliver(message)
 
-    def _audience(self, link: UpstreamLink) -> list[ServerFeatures]:
+    def _served(self, link: UpstreamLink) -> list[DownstreamSession]:
         """The live sessions an upstream instance serves (its policy exposes it, it runs for them)."""
         running = self.upstreams.running_link
         return [
-            s.features
+            s
             for s in self.live
             if link.name in s.view.servers and running(link.name, s.identity.harness) is link
         ]
+
+    def _audience(self, link: UpstreamLink) -> list[ServerFeatures]:
+        return [s.features for s in self._served(link)]
+
+    def _tools_announced(self, link: UpstreamLink) -> None:
+        """An upstream announced a new tool list that came back the same (a tool added and removed
+        again): the sessions that list its tools hear the announcement anyway, as they would from the
+        upstream itself (a list that did change reaches them as a new view, :meth:`published`)."""
+        line = jsonrpc.notification("notifications/tools/list_changed")
+        for session in self._served(link):
+            if session.view.exposure == "full":
+                session.send(line)
 
     def _resources_changed(self, link: UpstreamLink) -> None:
         """An upstream's resource list changed: tell the sessions it serves."""

@@ -37,6 +37,8 @@ class LinkHooks:
     resource_updated: Callable[[UpstreamLink, str], None]
     resources_changed: Callable[[UpstreamLink], None]
     log_message: Callable[[UpstreamLink, Any], None]
+    tools_announced: Callable[[UpstreamLink], None]
+    """``notifications/tools/list_changed`` whose refreshed catalogue came back the same."""
 
 
 class UpstreamDirectory:
@@ -56,7 +58,7 @@ class UpstreamDirectory:
         self._log_dir = log_dir
         self._emit = emit
         self._scrub = scrub
-        self.hooks = LinkHooks(lambda _l, _u: None, lambda _l: None, lambda _l, _p: None)
+        self.hooks = LinkHooks(lambda _l, _u: None, lambda _l: None, lambda _l, _p: None, lambda _l: None)
         """What new instances' wires tell the sessions (the daemon sets the session roster's)."""
         self._kept_catalogue = kept_catalogue
         self._background = background
@@ -191,6 +193,7 @@ class UpstreamDirectory:
             connect=connector(config, cwd, log_file),
             publish=self._emit,
             log_file=log_file,
+            tools_announced=lambda: self.hooks.tools_announced(link),
         )
         self._breakers[upstream] = breaker
         return upstream

@@ -49,9 +49,11 @@ class SupervisedUpstream:
         connect: Connect,
         publish: Callable[[Event], None],
         log_file: BoundedLog,
+        tools_announced: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.link = link
+        self._tools_announced = tools_announced
         self.config = link.config
         self.name = link.config.key
         """The upstream's key, as its events name it (``NAME@<project id>`` for a project's)."""
@@ -178,8 +180,13 @@ class SupervisedUpstream:
             self._spawn(self._refresh_quietly())
 
     async def _refresh_quietly(self) -> None:
+        """The upstream announced a new tool list: fetch it; one that came back the same is still
+        announced to the sessions it serves (``tools_announced``)."""
+        before = self.tools
         with contextlib.suppress(Exception):
             await self.refresh_tools()
+            if self.tools == before:
+                self._tools_announced()
 
     # ---------------------------------------------------------------- exits and restarts
 
