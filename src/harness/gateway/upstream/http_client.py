@@ -1,9 +1,11 @@
-"""A Streamable HTTP upstream, spoken directly (handshake era, 2025-03-26 and later).
+"""A Streamable HTTP upstream, spoken directly (handshake era, 2025-03-26 and later, and 2026-07-28).
 
 One POST per message; a request's answer is read from a JSON body or from the POST's SSE stream,
 where the server may also send requests and notifications of its own before it; the session id and
 the negotiated revision go on every later request; a GET stream carries what the server says outside
-any request; DELETE ends the session on close.
+any request; DELETE ends the session on close. A request carrying the 2026-07-28 envelope goes
+without a session, its version, method and name repeated in headers; a cancellation of one closes
+its POST (that revision has no notifications from client to server).
 
 Written here rather than taken from the SDK's client because a server request that arrives on a
 POST's stream is delivered with the id of that POST's request: the one thing on the wire that ties a
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 
 from harness.config import UpstreamConfig, resolve_upstream_headers
+from harness.gateway.upstream.modern import modern_headers
 from harness.gateway.wire import jsonrpc
 
 if TYPE_CHECKING:
@@ -52,6 +55,9 @@ class HttpUpstream:
         self._session_id: str | None = None
         self._version: str | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._requests: dict[Any, asyncio.Task[None]] = {}
+        """POSTs of 2026-07-28 requests by id (a cancellation closes one)."""
+        self._modern = False
         self._closed = False
 
     async def open(self) -> None:
@@ -66,31 +72,52 @@ class HttpUpstream:
         """POST one message (in its own task; its answers are delivered as they come)."""
         if self._closed or self._client is None:
             return
-        self._spawn(self._post(message))
+        headers = modern_headers(message)
+        if headers is not None:
+            self._modern = True
+        elif self._modern and "id" not in message:
+            params = message.get("params")
+            cancelled = params.get("requestId") if isinstance(params, dict) else None
+            task = (
+                self._requests.pop(cancelled, None)
+                if message["method"] == "notifications/cancelled"
+                else None
+            )
+            if task is not None:
+                task.cancel()
+            return
+        task = self._spawn(self._post(message, headers))
+        if headers is not None and "id" in message:
+            request_id = message["id"]
+            self._requests[request_id] = task
+            task.add_done_callback(lambda _t: self._requests.pop(request_id, None))
         if message.get("method") == "notifications/initialized":
             self._spawn(self._listen())
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
-    def _headers(self) -> dict[str, str]:
+    def _headers(self, modern: dict[str, str] | None = None) -> dict[str, str]:
         headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        if modern is not None:
+            return headers | modern
         if self._session_id is not None:
             headers["Mcp-Session-Id"] = self._session_id
         if self._version is not None:
             headers["MCP-Protocol-Version"] = self._version
         return headers
 
-    async def _post(self, message: dict[str, Any]) -> None:
+    async def _post(self, message: dict[str, Any], modern: dict[str, str] | None) -> None:
         assert self._client is not None
         request_id = message.get("id") if "method" in message else None
         initialize = message.get("method") == "initialize"
         try:
             body = jsonrpc.encode_ascii(message)
             async with self._client.stream(
-                "POST", self.url, content=body, headers=self._headers()
+                "POST", self.url, content=body, headers=self._headers(modern)
             ) as response:
                 if initialize and (session_id := response.headers.get("mcp-session-id")):
                     self._session_id = session_id
@@ -104,7 +131,12 @@ class HttpUpstream:
             self._end(f"transport error: {type(exc).__name__}: {exc}"[:MAX_ERROR_BODY])
 
     async def _refused(self, response: httpx2.Response, request_id: Any, initialize: bool) -> None:
-        detail = (await response.aread()).decode(errors="replace").strip()[:MAX_ERROR_BODY]
+        body = (await response.aread()).decode(errors="replace").strip()
+        answer = _error_answer(body, request_id)
+        if answer is not None and response.status_code != 404:
+            self._on_message(answer, None)  # a JSON-RPC error (how a 2026-only server refuses initialize)
+            return
+        detail = body[:MAX_ERROR_BODY]
         reason = f"HTTP {response.status_code}" + (f": {detail}" if detail else "")
         if initialize or (response.status_code == 404 and self._session_id is not None):
             self._end(f"the upstream refused the session: {reason}")
@@ -178,3 +210,20 @@ class HttpUpstream:
             with contextlib.suppress(httpx2.HTTPError, OSError):
                 await client.delete(self.url, headers={"Mcp-Session-Id": session_id}, timeout=2.0)
         await client.aclose()
+
+
+def _error_answer(body: str, request_id: Any) -> dict[str, Any] | None:
+    """A refused POST's body when it is the JSON-RPC error answering ``request_id``."""
+    if request_id is None or not body.startswith("{"):
+        return None
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if (
+        isinstance(message, dict)
+        and message.get("id") == request_id
+        and isinstance(message.get("error"), dict)
+    ):
+        return message
+    return None

@@ -17,13 +17,13 @@ from typing import Any
 
 import pykka
 
-from harness import __version__
 from harness.actors.asking import ask, tell_then
 from harness.actors.upstream import Exited, Initialized, Restarted, Stopped
 from harness.events import Event, ToolCatalogFetched, UpstreamExited, UpstreamStarted
 from harness.gateway.processes import BoundedLog
+from harness.gateway.upstream import modern
 from harness.gateway.upstream.catalogue import MAX_TOOLS, check_catalogue
-from harness.gateway.upstream.link import INIT_TIMEOUT_S, UpstreamLink
+from harness.gateway.upstream.link import INIT_TIMEOUT_S, UpstreamLink, result_of
 from harness.gateway.upstream.transports import Connect, Transport
 from harness.rules.restarts import Decision
 from harness.vocabulary import StopReason
@@ -31,7 +31,7 @@ from harness.vocabulary import StopReason
 log = logging.getLogger(__name__)
 
 UPSTREAM_PROTOCOL_VERSION = "2025-11-25"
-"""Upstream sessions are pinned to the handshake era (design.md §2)."""
+"""The handshake revision asked of upstreams; one that refuses the handshake is discovered (modern.py)."""
 EXIT_REPORT_S = 2.0
 """How long a requested restart waits for the closed transport to report its exit."""
 FIRST_ANSWER_WAIT_S = 5.0
@@ -115,26 +115,48 @@ class SupervisedUpstream:
             self.first_attempt.set()
 
     async def _handshake(self) -> None:
+        """``initialize``, or for an upstream that refuses it, ``server/discover`` (2026-07-28)."""
         self._asking = "initialize"
-        init = await self.link.request(
+        self.link.modern = None
+        reply = await self.link.ask(
             "initialize",
             {
                 "protocolVersion": UPSTREAM_PROTOCOL_VERSION,
                 # Elicitation is relayed to the one session whose call is in flight (link.py), so
                 # the gateway declares it; a session whose client lacks it is refused per request.
-                "capabilities": {"elicitation": {}},
-                "clientInfo": {"name": "harness-gateway", "version": __version__},
+                "capabilities": modern.GATEWAY_CAPABILITIES,
+                "clientInfo": modern.GATEWAY_INFO,
             },
             timeout=INIT_TIMEOUT_S,  # a slow start (npx, a JVM) is not a slow call
         )
-        self.protocol_version = str(init.get("protocolVersion", ""))
-        info = init.get("serverInfo")
-        self.server_info = info if isinstance(info, dict) else {}
-        capabilities = init.get("capabilities")
-        self.link.capabilities = capabilities if isinstance(capabilities, dict) else {}
-        self.link.send_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        await self.refresh_tools(init)
+        if "error" in reply:
+            await self._discover(reply)
+        else:
+            init = result_of("initialize", reply)
+            self.protocol_version = str(init.get("protocolVersion", ""))
+            info = init.get("serverInfo")
+            self.server_info = info if isinstance(info, dict) else {}
+            capabilities = init.get("capabilities")
+            self.link.capabilities = capabilities if isinstance(capabilities, dict) else {}
+            self.link.send_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await self.refresh_tools(reply)
         await ask(self.supervisor, Initialized(self._clock()))  # up once its owner says so
+
+    async def _discover(self, refused: dict[str, Any]) -> None:
+        """The upstream refused ``initialize``: speak 2026-07-28 if its ``server/discover`` lists it,
+        else fail with the handshake's error."""
+        self._asking = "server/discover"
+        params = {"_meta": modern.envelope()}
+        try:
+            found = modern.discovered(result_of(self._asking, await self.link.ask(self._asking, params)))
+        except RuntimeError as exc:
+            found = str(exc)
+        if isinstance(found, str):
+            raise RuntimeError(f"initialize failed: {refused['error']} ({found})")  # noqa: TRY004
+        self.link.modern = found.era
+        self.protocol_version = found.era.version
+        self.server_info = found.server_info
+        self.link.capabilities = found.capabilities
 
     async def refresh_tools(self, init: dict[str, Any] | None = None) -> None:
         """Fetch every page of ``tools/list`` (until past the cap), keep what an MCP client accepts,

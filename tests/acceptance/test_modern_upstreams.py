@@ -1,0 +1,103 @@
+"""An upstream that speaks only the 2026-07-28 revision (tests/fixtures/modern_upstream.py: it
+refuses ``initialize``) behind a real daemon, over stdio and Streamable HTTP, shared and
+``shared = false``: a 2026-07-28 client and a handshake-era client use it at once, its tool that asks
+for input takes two rounds for each (the modern client gets the input-required results, the older one
+``elicitation/create`` requests), and each call is one call-log row."""
+
+from __future__ import annotations
+
+import subprocess
+
+import anyio
+import pytest
+from mcp import Client, types
+from mcp.shared.exceptions import MCPError
+
+from support import FIXTURES, PY, bridge_params, idle_harnesses, wait_until
+
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
+
+MODERN_UPSTREAM = FIXTURES / "modern_upstream.py"
+
+
+@pytest.fixture
+def modern_http():
+    """The fixture over Streamable HTTP; its URL."""
+    proc = subprocess.Popen([PY, str(MODERN_UPSTREAM), "--http"], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("PORT "), line
+    yield f"http://127.0.0.1:{line.split()[1]}/mcp"
+    proc.terminate()
+    proc.wait(10)
+    proc.stdout.close()
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared", "unshared"])
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_2026_only_upstream_serves_a_2026_client_and_a_handshake_client_at_once_input_rounds_included(
+    start_daemon, request, transport, shared
+):
+    where = (
+        f'url = "{request.getfixturevalue("modern_http")}"'
+        if transport == "http"
+        else (f'argv = ["{PY}", "{MODERN_UPSTREAM}"]')
+    )
+    config = (
+        f'[mcp.modern]\n{where}\nshared = {str(shared).lower()}\nread_tools = ["*"]\n\n'
+        '[mcp_policy.p]\nservers = ["modern"]\n\n' + idle_harnesses({"new": "p", "legacy": "p"})
+    )
+    daemon = start_daemon(config)
+    envs = daemon.harness_envs()
+    asked: dict[str, list[str]] = {"new": [], "legacy": []}
+    seen: dict[str, object] = {}
+
+    def answer_as(who: str):
+        async def on_elicit(context, params) -> types.ElicitResult:
+            asked[who].append(params.message)
+            return types.ElicitResult(action="accept", content={"name": f"{who}{len(asked[who])}"})
+
+        return on_elicit
+
+    async def use(client: Client, who: str) -> None:
+        for i in range(10):
+            echoed = await client.call_tool("modern__echo", {"text": f"{who}-{i}"})
+            assert echoed.content[0].text == f"{who}-{i}"
+        seen[who] = (await client.call_tool("modern__ask", {"tag": who, "rounds": 2})).content[0].text
+        try:
+            await client.call_tool("modern__sample", {})
+        except MCPError as exc:
+            seen[f"{who} sample"] = exc.error.message
+
+    async def scenario() -> None:
+        async with (
+            Client(bridge_params(envs["new"]), cache=None, elicitation_callback=answer_as("new")) as new,
+            Client(
+                bridge_params(envs["legacy"]),
+                mode="legacy",
+                cache=None,
+                elicitation_callback=answer_as("legacy"),
+            ) as legacy,
+        ):
+            seen["versions"] = (new.session.protocol_version, legacy.session.protocol_version)
+            async with anyio.create_task_group() as group:
+                group.start_soon(use, new, "new")
+                group.start_soon(use, legacy, "legacy")
+
+    anyio.run(scenario)
+    assert seen["versions"] == ("2026-07-28", "2025-11-25")
+    assert seen["new"] == "new:new1,new2" and seen["legacy"] == "legacy:legacy1,legacy2"
+    assert asked == {"new": ["new", "new"], "legacy": ["legacy", "legacy"]}
+    for who in ("new", "legacy"):
+        assert "does not forward sampling/createMessage" in str(seen[f"{who} sample"])
+    fetched = daemon.events("upstream.tool_catalog_fetched")
+    assert {e["protocol_version"] for e in fetched} == {"2026-07-28"}
+    rows = wait_until(lambda: (r := daemon.calls()) and len(r) >= 24 and r, timeout=20)
+    by_tool = sorted((r["harness"], r["tool"], r["outcome"]) for r in rows if r["tool"] != "echo")
+    assert by_tool == [
+        ("legacy", "ask", "ok"),
+        ("legacy", "sample", "tool_error"),
+        ("new", "ask", "ok"),
+        ("new", "sample", "tool_error"),
+    ]  # one row per call, however many rounds
+    assert len(rows) == 24
