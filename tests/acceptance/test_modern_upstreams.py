@@ -2,7 +2,8 @@
 refuses ``initialize``) behind a real daemon, over stdio and Streamable HTTP, shared and
 ``shared = false``: a 2026-07-28 client and a handshake-era client use it at once, its tool that asks
 for input takes two rounds for each (the modern client gets the input-required results, the older one
-``elicitation/create`` requests), and each call is one call-log row."""
+``elicitation/create`` requests), and each call is one call-log row; its tool list changes reach the
+gateway on the ``subscriptions/listen`` stream the gateway opened."""
 
 from __future__ import annotations
 
@@ -101,3 +102,32 @@ def test_a_2026_only_upstream_serves_a_2026_client_and_a_handshake_client_at_onc
         ("new", "sample", "tool_error"),
     ]  # one row per call, however many rounds
     assert len(rows) == 24
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_2026_only_upstreams_tool_list_change_reaches_the_gateway_on_its_listen_stream(
+    start_daemon, request, transport
+):
+    where = (
+        f'url = "{request.getfixturevalue("modern_http")}"'
+        if transport == "http"
+        else f'argv = ["{PY}", "{MODERN_UPSTREAM}"]'
+    )
+    config = (
+        f'[mcp.modern]\n{where}\nread_tools = ["*"]\n\n'
+        '[mcp_policy.p]\nservers = ["modern"]\n\n' + idle_harnesses({"new": "p"})
+    )
+    daemon = start_daemon(config)
+    env = daemon.harness_envs()["new"]
+
+    async def scenario() -> str:
+        async with Client(bridge_params(env), cache=None) as client:
+            assert (await client.call_tool("modern__grow", {})).content[0].text == "grown1"
+            with anyio.fail_after(20):
+                while "modern__grown1" not in {t.name for t in (await client.list_tools()).tools}:
+                    await anyio.sleep(0.05)
+            return (await client.call_tool("modern__grown1", {})).content[0].text
+
+    assert anyio.run(scenario) == "grown1"
+    counts = [e["tool_count"] for e in daemon.events("upstream.tool_catalog_fetched")]
+    assert counts == [4, 5]

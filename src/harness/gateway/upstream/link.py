@@ -19,7 +19,7 @@ from harness.actors.snapshots import Published
 from harness.config import UpstreamConfig
 from harness.gateway.calls.inflight import CallInflight, Failure
 from harness.gateway.upstream import modern
-from harness.gateway.upstream.admission import BreakerGate, Slots
+from harness.gateway.upstream.admission import BreakerGate, Deadlines, Slots
 from harness.gateway.upstream.modern import ModernUpstream
 from harness.gateway.upstream.server_requests import answer_server_request
 from harness.gateway.upstream.transports import Transport
@@ -61,11 +61,7 @@ class UpstreamLink:
         self._next_id = 1
         self._pending: dict[int, CallInflight | _Request] = {}
         self._admitting: dict[int, _Admitting] = {}
-        self._deadlines: dict[int, float] = {}
-        """Each call's deadline (loop time), in submission order: the timeout is the link's, so the
-        first is the earliest. One timer, at the first deadline, serves them all (a timer per call
-        cost a heap push and a cancel per call)."""
-        self._sweep: asyncio.TimerHandle | None = None
+        self._deadlines = Deadlines(self._deadline_passed)
         self._transport: Transport | None = None
         self.on_list_changed: Callable[[], None] = lambda: None
         self.on_resource_updated: Callable[[UpstreamLink, str], None] = lambda _link, _uri: None
@@ -138,16 +134,23 @@ class UpstreamLink:
     ) -> dict[str, Any]:
         """Send a request of the gateway's own and wait for the whole reply (``result`` or ``error``);
         TimeoutError when none comes in time."""
-        uid = self._allocate_id()
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[uid] = _Request(future)
-        if self.modern is not None:
-            params = self.modern.stamp(dict(params))
-        self.send_message({"jsonrpc": "2.0", "id": uid, "method": method, "params": params})
+        uid = self.send_request(method, params, _Request(future))
         try:
             return await asyncio.wait_for(future, timeout)
         finally:
             self._pending.pop(uid, None)
+
+    def send_request(self, method: str, params: dict[str, Any], waiter: _Request | None = None) -> int:
+        """Send a request of the gateway's own under a new id; without a ``waiter`` its answer, if
+        one ever comes, goes nowhere (a ``subscriptions/listen`` stream)."""
+        uid = self.new_call_id()
+        if waiter is not None:
+            self._pending[uid] = waiter
+        if self.modern is not None:
+            params = self.modern.stamp(dict(params))
+        self.send_message({"jsonrpc": "2.0", "id": uid, "method": method, "params": params})
+        return uid
 
     def serves(self, capability: str) -> bool:
         """Whether the upstream is up and declared ``capability`` (``prompts``, ``resources``, …)."""
@@ -159,11 +162,6 @@ class UpstreamLink:
         """Send an internal request and wait for its result (RuntimeError on an error reply)."""
         return result_of(method, await self.ask(method, params, timeout))
 
-    def _allocate_id(self) -> int:
-        uid = self._next_id
-        self._next_id = uid + 1
-        return uid
-
     # ---------------------------------------------------------------- from the upstream
 
     def receive(self, message: dict[str, Any], related: int | None = None) -> None:
@@ -174,7 +172,7 @@ class UpstreamLink:
             uid = message.get("id")
             item = self._pending.pop(uid, None) if type(uid) is int else None
             if isinstance(item, CallInflight):
-                self._deadlines.pop(item.upstream_id, None)
+                self._deadlines.discard(item.upstream_id)
                 asks = modern.input_required(message) if self.modern is not None else None
                 self._slots.release()
                 if asks is None:
@@ -222,18 +220,16 @@ class UpstreamLink:
     # ---------------------------------------------------------------- calls
 
     def new_call_id(self) -> int:
-        """An upstream request id for a call about to be submitted."""
-        return self._allocate_id()
+        """A new upstream request id (for a call about to be submitted, say)."""
+        uid = self._next_id
+        self._next_id = uid + 1
+        return uid
 
     def submit(self, call: CallInflight, message: dict[str, Any], params: dict[str, Any]) -> None:
         """Admit a caller's ``tools/call``: breaker, then a concurrency slot (waiting within the
         call's deadline), then the upstream under this link's own id."""
         uid = call.upstream_id
-        loop = asyncio.get_running_loop()
-        due = loop.time() + self.config.timeout
-        self._deadlines[uid] = due
-        if self._sweep is None:
-            self._sweep = loop.call_at(due, self._sweep_deadlines)
+        self._deadlines.start(uid, self.config.timeout)
         self._admitting[uid] = (call, message, params)
         verdict = self.gate.admit(lambda granted: self._claimed(uid, granted))
         if verdict is True:
@@ -243,7 +239,7 @@ class UpstreamLink:
                 self._slots.acquire(uid, lambda: self._send_call(uid))
         elif verdict is False:
             del self._admitting[uid]
-            self._deadlines.pop(uid, None)
+            self._deadlines.discard(uid)
             call.failed("circuit_open", f"upstream {self.name!r} failed repeatedly; its breaker is open")
 
     def _claimed(self, uid: int, granted: bool) -> None:
@@ -282,21 +278,6 @@ class UpstreamLink:
         """A transport error or timeout: the breaker counts it before the caller hears of it."""
         self.gate.failed(lambda: call.failed(reason, detail))
 
-    def _sweep_deadlines(self) -> None:
-        """The first deadline is due: time out every call whose deadline passed (a call that ended
-        otherwise is skipped), then wait for the next one."""
-        self._sweep = None
-        deadlines = self._deadlines
-        loop = asyncio.get_running_loop()
-        while deadlines:
-            uid = next(iter(deadlines))
-            due = deadlines[uid]
-            if due > loop.time():
-                self._sweep = loop.call_at(due, self._sweep_deadlines)
-                return
-            del deadlines[uid]
-            self._deadline_passed(uid)
-
     def _withdrawn(self, uid: int) -> CallInflight | None:
         """The call still waiting for admission under ``uid``, taken out of the queue (None: none)."""
         entry = self._admitting.pop(uid, None)
@@ -320,7 +301,7 @@ class UpstreamLink:
 
     def cancel_call(self, uid: int, reason: str) -> None:
         """The caller gave up: tell the upstream, free the slot; a late reply goes nowhere."""
-        self._deadlines.pop(uid, None)
+        self._deadlines.discard(uid)
         call = self._withdrawn(uid)
         if call is not None:
             call.cancelled()

@@ -77,6 +77,17 @@ def discovered(result: dict[str, Any]) -> Discovered | str:
     )
 
 
+def listen_filter(capabilities: dict[str, Any]) -> dict[str, bool]:
+    """What a ``subscriptions/listen`` stream asks for: the list changes the upstream says it sends
+    (the link follows tool and resource lists)."""
+    wanted = {"tools": "toolsListChanged", "resources": "resourcesListChanged"}
+    return {
+        flag: True
+        for kind, flag in wanted.items()
+        if isinstance(offered := capabilities.get(kind), dict) and offered.get("listChanged") is True
+    }
+
+
 def input_required(message: dict[str, Any]) -> dict[str, Any] | None:
     """The result of an answer that asks for input (``resultType: "input_required"``), else None."""
     result = message.get("result")

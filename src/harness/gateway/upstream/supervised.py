@@ -157,6 +157,8 @@ class SupervisedUpstream:
         self.protocol_version = found.era.version
         self.server_info = found.server_info
         self.link.capabilities = found.capabilities
+        if wanted := modern.listen_filter(found.capabilities):  # change notifications come only on it
+            self.link.send_request("subscriptions/listen", {"notifications": wanted})
 
     async def refresh_tools(self, init: dict[str, Any] | None = None) -> None:
         """Fetch every page of ``tools/list`` (until past the cap), keep what an MCP client accepts,
