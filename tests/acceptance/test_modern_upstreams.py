@@ -14,7 +14,7 @@ import pytest
 from mcp import Client, types
 from mcp.shared.exceptions import MCPError
 
-from support import FIXTURES, PY, bridge_params, idle_harnesses, wait_until
+from support import FIXTURES, PY, await_until, bridge_params, idle_harnesses, wait_until
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
@@ -131,3 +131,46 @@ def test_a_2026_only_upstreams_tool_list_change_reaches_the_gateway_on_its_liste
     assert anyio.run(scenario) == "grown1"
     counts = [e["tool_count"] for e in daemon.events("upstream.tool_catalog_fetched")]
     assert counts == [4, 5]
+
+
+def test_input_rounds_stop_at_ten_and_a_2026_client_that_never_calls_again_is_recorded_timed_out(
+    start_daemon,
+):
+    config = (
+        f'[mcp.modern]\nargv = ["{PY}", "{MODERN_UPSTREAM}"]\nread_tools = ["*"]\ntimeout = "2s"\n\n'
+        '[mcp_policy.p]\nservers = ["modern"]\n\n' + idle_harnesses({"new": "p", "legacy": "p"})
+    )
+    daemon = start_daemon(config)
+    envs = daemon.harness_envs()
+    asked: list[str] = []
+    seen: dict[str, object] = {}
+
+    async def on_elicit(context, params) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "x"})
+
+    async def scenario() -> None:
+        async with (
+            Client(bridge_params(envs["new"]), cache=None, elicitation_callback=on_elicit) as new,
+            Client(
+                bridge_params(envs["legacy"]), mode="legacy", cache=None, elicitation_callback=on_elicit
+            ) as legacy,
+        ):
+            try:
+                await legacy.call_tool("modern__ask", {"tag": "many", "rounds": 12})
+            except MCPError as exc:
+                seen["legacy"] = exc.error.message
+            first = await new.session.call_tool("modern__ask", {"tag": "left"}, allow_input_required=True)
+            seen["new"] = first
+            # the client never calls again, and stays connected until the call is recorded
+            seen["rows"] = await await_until(lambda: (r := daemon.calls()) and len(r) == 2 and r, timeout=20)
+
+    anyio.run(scenario)
+    assert len(asked) == 10 and "asked for input more than 10 times" in str(seen["legacy"])
+    assert isinstance(seen["new"], types.InputRequiredResult)
+    assert list(seen["new"].input_requests) == ["name"]  # as the upstream keyed it
+    rows = seen["rows"]
+    assert sorted((r["harness"], r["outcome"]) for r in rows) == [
+        ("legacy", "tool_error"),
+        ("new", "timeout"),
+    ]
