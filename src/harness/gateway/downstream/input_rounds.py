@@ -60,9 +60,9 @@ class InputRounds:
         link = entry[0]
         rounds = self._rounds[call] = self._rounds.get(call, 0) + 1
         requests = result.get("inputRequests") or {}
-        why = modern.unrelayable(result)
-        if why is not None:
-            _refuse(call, jsonrpc.METHOD_NOT_FOUND, why)
+        unrelayable = modern.unrelayable(result)
+        if unrelayable is not None:
+            _refuse(call, *unrelayable)
             return
         if rounds > MAX_ROUNDS:
             detail = f"the upstream asked for input more than {MAX_ROUNDS} times in one call"
@@ -94,7 +94,11 @@ class InputRounds:
         self._retry(entry.link, call, retry.params.get("inputResponses"), entry.upstream_state)
 
     def _relay(self, link: UpstreamLink, call: CallInflight, requests: dict[str, Any], state: Any) -> None:
-        """Ask the handshake-era agent each input request; retry once every answer is in."""
+        """Ask the handshake-era agent each input request; retry once every answer is in (at once
+        when the upstream sent only its ``requestState``)."""
+        if not requests:
+            self._retry(link, call, None, state)
+            return
         self.asking[call.downstream_id] = call
         responses: dict[str, Any] = {}
 

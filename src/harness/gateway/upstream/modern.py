@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from harness import __version__
+from harness.gateway.wire import jsonrpc
 from harness.gateway.wire.revisions import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -96,14 +97,15 @@ def input_required(message: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def unrelayable(result: dict[str, Any]) -> str | None:
-    """Why an input-required result cannot reach an agent (None: every request is an elicitation)."""
+def unrelayable(result: dict[str, Any]) -> tuple[int, str] | None:
+    """The error that ends a call whose input-required result cannot reach an agent (None: every
+    input request is an elicitation)."""
     requests = result.get("inputRequests") or {}
     if not isinstance(requests, dict) or not all(isinstance(r, dict) for r in requests.values()):
-        return "the upstream's inputRequests is not an object of requests"
+        return jsonrpc.INTERNAL_ERROR, "the upstream's inputRequests is not an object of requests"
     for request in requests.values():
         if request.get("method") != RELAYED_INPUT:
-            return f"the gateway does not forward {request.get('method')}"
+            return jsonrpc.METHOD_NOT_FOUND, f"the gateway does not forward {request.get('method')}"
     return None
 
 
