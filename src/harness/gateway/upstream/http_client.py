@@ -133,12 +133,13 @@ class HttpUpstream:
     async def _refused(self, response: httpx2.Response, request_id: Any, initialize: bool) -> None:
         body = (await response.aread()).decode(errors="replace").strip()
         answer = _error_answer(body, request_id)
-        if answer is not None and response.status_code != 404:
+        gone = response.status_code == 404 and self._session_id is not None  # the session expired
+        if answer is not None and not gone:
             self._on_message(answer, None)  # a JSON-RPC error (how a 2026-only server refuses initialize)
             return
         detail = body[:MAX_ERROR_BODY]
         reason = f"HTTP {response.status_code}" + (f": {detail}" if detail else "")
-        if initialize or (response.status_code == 404 and self._session_id is not None):
+        if initialize or gone:
             self._end(f"the upstream refused the session: {reason}")
             return
         if request_id is not None:
