@@ -66,6 +66,7 @@ def test_a_2026_only_upstream_serves_a_2026_client_and_a_handshake_client_at_onc
             assert echoed.content[0].text == f"{who}-{i}"
         seen[who] = (await client.call_tool("modern__ask", {"tag": who, "rounds": 2})).content[0].text
         seen[f"{who} poll"] = (await client.call_tool("modern__poll", {})).content[0].text
+        seen[f"{who} region"] = (await client.call_tool("modern__region", {"region": "eu-1"})).content[0].text
         try:
             await client.call_tool("modern__sample", {})
         except MCPError as exc:
@@ -91,21 +92,24 @@ def test_a_2026_only_upstream_serves_a_2026_client_and_a_handshake_client_at_onc
     assert seen["new"] == "new:new1,new2" and seen["legacy"] == "legacy:legacy1,legacy2"
     assert asked == {"new": ["new", "new"], "legacy": ["legacy", "legacy"]}
     assert seen["new poll"] == seen["legacy poll"] == "polled"  # a round with only a requestState
+    assert seen["new region"] == seen["legacy region"] == "eu-1"  # over HTTP, with its Mcp-Param-Region
     for who in ("new", "legacy"):
         assert "does not forward sampling/createMessage" in str(seen[f"{who} sample"])
     fetched = daemon.events("upstream.tool_catalog_fetched")
     assert {e["protocol_version"] for e in fetched} == {"2026-07-28"}
-    rows = wait_until(lambda: (r := daemon.calls()) and len(r) >= 26 and r, timeout=20)
+    rows = wait_until(lambda: (r := daemon.calls()) and len(r) >= 28 and r, timeout=20)
     by_tool = sorted((r["harness"], r["tool"], r["outcome"]) for r in rows if r["tool"] != "echo")
     assert by_tool == [
         ("legacy", "ask", "ok"),
         ("legacy", "poll", "ok"),
+        ("legacy", "region", "ok"),
         ("legacy", "sample", "tool_error"),
         ("new", "ask", "ok"),
         ("new", "poll", "ok"),
+        ("new", "region", "ok"),
         ("new", "sample", "tool_error"),
     ]  # one row per call, however many rounds
-    assert len(rows) == 26
+    assert len(rows) == 28
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -134,7 +138,7 @@ def test_a_2026_only_upstreams_tool_list_change_reaches_the_gateway_on_its_liste
 
     assert anyio.run(scenario) == "grown1"
     counts = [e["tool_count"] for e in daemon.events("upstream.tool_catalog_fetched")]
-    assert counts == [5, 6]
+    assert counts == [6, 7]
 
 
 def test_input_rounds_stop_at_ten_and_a_2026_client_that_never_calls_again_is_recorded_timed_out(

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 
 from harness.config import UpstreamConfig, resolve_upstream_headers
-from harness.gateway.upstream.modern import modern_headers
+from harness.gateway.upstream.modern import HeaderParams, header_params, modern_headers
 from harness.gateway.wire import jsonrpc
 
 if TYPE_CHECKING:
@@ -58,6 +58,10 @@ class HttpUpstream:
         self._requests: dict[Any, asyncio.Task[None]] = {}
         """POSTs of 2026-07-28 requests by id (a cancellation closes one)."""
         self._modern = False
+        self._header_params: dict[str, HeaderParams] = {}
+        """What each tool mirrors into headers, read from the 2026-07-28 ``tools/list`` answers."""
+        self._listings: set[Any] = set()
+        """Ids of 2026-07-28 ``tools/list`` requests not answered yet."""
         self._closed = False
 
     async def open(self) -> None:
@@ -72,9 +76,11 @@ class HttpUpstream:
         """POST one message (in its own task; its answers are delivered as they come)."""
         if self._closed or self._client is None:
             return
-        headers = modern_headers(message)
+        headers = modern_headers(message, self._header_params)
         if headers is not None:
             self._modern = True
+            if message.get("method") == "tools/list":
+                self._listings.add(message.get("id"))
         elif self._modern and "id" not in message:
             params = message.get("params")
             cancelled = params.get("requestId") if isinstance(params, dict) else None
@@ -167,9 +173,19 @@ class HttpUpstream:
             if not isinstance(one, dict):
                 continue
             result = one.get("result")
+            if self._listings and type(answered := one.get("id")) is int and answered in self._listings:
+                self._listings.discard(answered)
+                self._learn(result)
             if self._version is None and isinstance(result, dict) and "protocolVersion" in result:
                 self._version = str(result["protocolVersion"])
             self._on_message(one, request_id if type(request_id) is int else None)
+
+    def _learn(self, listing: Any) -> None:
+        """Keep what each tool of a 2026-07-28 ``tools/list`` page mirrors into headers."""
+        tools = listing.get("tools") if isinstance(listing, dict) else None
+        for tool in tools if isinstance(tools, list) else ():
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                self._header_params[tool["name"]] = header_params(tool.get("inputSchema"))
 
     async def _listen(self) -> None:
         """The GET stream, kept open while the session lives (a server may not offer one: 405)."""

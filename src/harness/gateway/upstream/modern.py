@@ -10,6 +10,8 @@ sending requests of their own: :func:`input_required` tells such an answer apart
 from __future__ import annotations
 
 import base64
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -30,6 +32,13 @@ GATEWAY_CAPABILITIES: Final[dict[str, Any]] = {"elicitation": {}}
 (sampling and roots never are, ADR-0035)."""
 RELAYED_INPUT: Final = "elicitation/create"
 """The one kind of input request the gateway relays to agents."""
+HEADER_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""What an ``x-mcp-header`` may name (an HTTP field-name token)."""
+HEADER_TYPES: Final = frozenset({"string", "integer", "boolean"})
+"""The types of the arguments a tool may mirror into a header."""
+
+HeaderParams = dict[tuple[str, ...], str]
+"""A tool's arguments mirrored into ``Mcp-Param-*`` headers: header token by property path."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,9 +118,29 @@ def unrelayable(result: dict[str, Any]) -> tuple[int, str] | None:
     return None
 
 
-def modern_headers(message: dict[str, Any]) -> dict[str, str] | None:
-    """The headers a 2026-07-28 request repeats its envelope's version, its method and its name in
-    over HTTP (None: the message carries no envelope)."""
+def header_params(schema: Any) -> HeaderParams:
+    """The arguments a tool's input schema mirrors into headers (SEP-2243): each property reached
+    through ``properties`` alone that carries a valid ``x-mcp-header`` on a string, integer or
+    boolean."""
+    found: HeaderParams = {}
+    stack: list[tuple[tuple[str, ...], Any]] = [((), schema)]
+    while stack:
+        path, node = stack.pop()
+        properties = node.get("properties") if isinstance(node, dict) else None
+        for name, sub in properties.items() if isinstance(properties, dict) else ():
+            if not isinstance(sub, dict):
+                continue
+            token = sub.get("x-mcp-header")
+            if isinstance(token, str) and HEADER_TOKEN.fullmatch(token) and sub.get("type") in HEADER_TYPES:
+                found[(*path, name)] = token
+            stack.append(((*path, name), sub))
+    return found
+
+
+def modern_headers(message: dict[str, Any], tools: Mapping[str, HeaderParams]) -> dict[str, str] | None:
+    """The headers a 2026-07-28 request repeats over HTTP: its envelope's version, its method, its
+    name, and for ``tools/call`` the arguments its tool (in ``tools``) mirrors (None: the message
+    carries no envelope)."""
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
@@ -121,6 +150,22 @@ def modern_headers(message: dict[str, Any]) -> dict[str, str] | None:
     headers = {"MCP-Protocol-Version": version, "Mcp-Method": method}
     name = params.get(NAMED_BY.get(method, ""))
     if isinstance(name, str):
-        plain = name.isascii() and name.isprintable() and name == name.strip()
-        headers["Mcp-Name"] = name if plain else f"=?base64?{base64.b64encode(name.encode()).decode()}?="
+        headers["Mcp-Name"] = _header_value(name)
+        for path, token in tools.get(name, {}).items() if method == "tools/call" else ():
+            value: Any = params.get("arguments")
+            for key in path:
+                value = value.get(key) if isinstance(value, dict) else None
+            if isinstance(value, str | int) and not isinstance(value, bool):
+                headers[f"Mcp-Param-{token}"] = _header_value(str(value))
+            elif isinstance(value, bool):
+                headers[f"Mcp-Param-{token}"] = "true" if value else "false"
     return headers
+
+
+def _header_value(text: str) -> str:
+    """``text`` as a header carries it: as it is when printable ASCII without edge spaces, else
+    ``=?base64?<UTF-8 in base64>?=``."""
+    plain = text.isascii() and text.isprintable() and text == text.strip()
+    if plain and not (text.startswith("=?base64?") and text.endswith("?=")):
+        return text
+    return f"=?base64?{base64.b64encode(text.encode()).decode()}?="
