@@ -22,9 +22,10 @@ MODERN_UPSTREAM = FIXTURES / "modern_upstream.py"
 
 
 @pytest.fixture
-def modern_http():
-    """The fixture over Streamable HTTP; its URL."""
-    proc = subprocess.Popen([PY, str(MODERN_UPSTREAM), "--http"], stdout=subprocess.PIPE, text=True)
+def modern_http(tmp_path):
+    """The fixture over Streamable HTTP (recording to tmp_path / "record.jsonl"); its URL."""
+    argv = [PY, str(MODERN_UPSTREAM), "--http", "--record", str(tmp_path / "record.jsonl")]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line.startswith("PORT "), line
@@ -182,3 +183,26 @@ def test_input_rounds_stop_at_ten_and_a_2026_client_that_never_calls_again_is_re
         ("legacy", "tool_error"),
         ("new", "timeout"),
     ]
+
+
+def test_a_cancelled_call_to_a_2026_only_http_upstream_closes_its_post(start_daemon, modern_http, tmp_path):
+    config = (
+        f'[mcp.modern]\nurl = "{modern_http}"\nread_tools = ["*"]\n\n'
+        '[mcp_policy.p]\nservers = ["modern"]\n\n' + idle_harnesses({"legacy": "p"})
+    )
+    daemon = start_daemon(config)
+    env = daemon.harness_envs()["legacy"]
+
+    async def scenario() -> None:
+        async with Client(bridge_params(env), mode="legacy", cache=None) as client:
+            with anyio.move_on_after(0.5):  # the SDK sends notifications/cancelled
+                await client.call_tool("modern__sleep", {"ms": 20000})
+
+    anyio.run(scenario)
+    recorded = tmp_path / "record.jsonl"
+    closed = wait_until(
+        lambda: [line for line in recorded.read_text().splitlines() if '"closed"' in line], timeout=10
+    )
+    assert len(closed) == 1
+    rows = wait_until(daemon.calls, timeout=10)
+    assert [(r["tool"], r["outcome"]) for r in rows] == [("sleep", "cancelled")]

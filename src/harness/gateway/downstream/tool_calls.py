@@ -96,7 +96,7 @@ class ToolCalls:
             request_id in self.inflight
             or request_id in self.own.running
             or request_id in self._held
-            or (request_id in self.rounds.asking)
+            or request_id in self.rounds.asking
         ):
             self.records.invalid(
                 request_id, "a call with this request id is already in flight", started, name

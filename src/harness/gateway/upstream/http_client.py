@@ -82,15 +82,7 @@ class HttpUpstream:
             if message.get("method") == "tools/list":
                 self._listings.add(message.get("id"))
         elif self._modern and "id" not in message:
-            params = message.get("params")
-            cancelled = params.get("requestId") if isinstance(params, dict) else None
-            task = (
-                self._requests.pop(cancelled, None)
-                if message["method"] == "notifications/cancelled"
-                else None
-            )
-            if task is not None:
-                task.cancel()
+            self._cancel_post(message)  # no notification goes to a 2026-07-28 server over HTTP
             return
         task = self._spawn(self._post(message, headers))
         if headers is not None and "id" in message:
@@ -99,6 +91,15 @@ class HttpUpstream:
             task.add_done_callback(lambda _t: self._requests.pop(request_id, None))
         if message.get("method") == "notifications/initialized":
             self._spawn(self._listen())
+
+    def _cancel_post(self, notification: dict[str, Any]) -> None:
+        """A ``notifications/cancelled``: close the POST of the request it names (if still open)."""
+        params = notification.get("params")
+        cancelled = params.get("requestId") if isinstance(params, dict) else None
+        if notification.get("method") == "notifications/cancelled" and type(cancelled) is int:
+            task = self._requests.pop(cancelled, None)
+            if task is not None:
+                task.cancel()
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(work)

@@ -25,6 +25,7 @@ from harness.gateway.upstream import modern
 from harness.gateway.upstream.catalogue import MAX_TOOLS, check_catalogue
 from harness.gateway.upstream.link import INIT_TIMEOUT_S, UpstreamLink, result_of
 from harness.gateway.upstream.transports import Connect, Transport
+from harness.gateway.wire import jsonrpc
 from harness.rules.restarts import Decision
 from harness.vocabulary import StopReason
 
@@ -129,8 +130,9 @@ class SupervisedUpstream:
             },
             timeout=INIT_TIMEOUT_S,  # a slow start (npx, a JVM) is not a slow call
         )
-        if "error" in reply:
-            await self._discover(reply)
+        error = reply.get("error")
+        if isinstance(error, dict) and not str(error.get("message")).startswith(jsonrpc.GARBLED):
+            await self._discover(reply)  # refused, not garbled
         else:
             init = result_of("initialize", reply)
             self.protocol_version = str(init.get("protocolVersion", ""))
