@@ -139,7 +139,7 @@ def test_a_2026_only_upstreams_tool_list_change_reaches_the_gateway_on_its_liste
 
     assert anyio.run(scenario) == "grown1"
     counts = [e["tool_count"] for e in daemon.events("upstream.tool_catalog_fetched")]
-    assert counts == [6, 7]
+    assert len(counts) == 2 and counts[1] == counts[0] + 1  # fetched at start, then once more
 
 
 def test_input_rounds_stop_at_ten_and_a_2026_client_that_never_calls_again_is_recorded_timed_out(
