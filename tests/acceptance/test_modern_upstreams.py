@@ -142,7 +142,7 @@ def test_a_2026_only_upstreams_tool_list_change_reaches_the_gateway_on_its_liste
     assert len(counts) == 2 and counts[1] == counts[0] + 1  # fetched at start, then once more
 
 
-def test_input_rounds_stop_at_ten_and_a_2026_client_that_never_calls_again_is_recorded_timed_out(
+def test_input_rounds_stop_at_ten_a_malformed_round_ends_its_call_and_a_2026_client_that_never_calls_again_times_out(
     start_daemon,
 ):
     config = (
@@ -169,19 +169,31 @@ def test_input_rounds_stop_at_ten_and_a_2026_client_that_never_calls_again_is_re
                 await legacy.call_tool("modern__ask", {"tag": "many", "rounds": 12})
             except MCPError as exc:
                 seen["legacy"] = exc.error.message
+            for who, client in (("new", new), ("legacy", legacy)):
+                try:
+                    await client.call_tool("modern__garble", {})
+                except MCPError as exc:
+                    seen[f"{who} garble"] = exc.error.message
             first = await new.session.call_tool("modern__ask", {"tag": "left"}, allow_input_required=True)
             seen["new"] = first
             # the client never calls again, and stays connected until the call is recorded
-            seen["rows"] = await await_until(lambda: (r := daemon.calls()) and len(r) == 2 and r, timeout=20)
+            seen["rows"] = await await_until(lambda: (r := daemon.calls()) and len(r) == 4 and r, timeout=20)
 
     anyio.run(scenario)
     assert len(asked) == 10 and "asked for input more than 10 times" in str(seen["legacy"])
     assert isinstance(seen["new"], types.InputRequiredResult)
     assert list(seen["new"].input_requests) == ["name"]  # as the upstream keyed it
     rows = seen["rows"]
-    assert sorted((r["harness"], r["outcome"]) for r in rows) == [
-        ("legacy", "tool_error"),
-        ("new", "timeout"),
+    assert (
+        seen["new garble"]
+        == seen["legacy garble"]
+        == "the upstream's inputRequests is not an object of requests"
+    )
+    assert sorted((r["harness"], r["tool"], r["outcome"]) for r in rows) == [
+        ("legacy", "ask", "tool_error"),
+        ("legacy", "garble", "tool_error"),
+        ("new", "ask", "timeout"),
+        ("new", "garble", "tool_error"),
     ]
 
 
