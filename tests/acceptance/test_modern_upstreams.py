@@ -218,3 +218,39 @@ def test_a_cancelled_call_to_a_2026_only_http_upstream_closes_its_post(start_dae
     assert len(closed) == 1
     rows = wait_until(daemon.calls, timeout=10)
     assert [(r["tool"], r["outcome"]) for r in rows] == [("sleep", "cancelled")]
+
+
+def test_a_handshake_client_that_cancels_while_asked_for_input_ends_the_call_cancelled(start_daemon):
+    config = (
+        f'[mcp.modern]\nargv = ["{PY}", "{MODERN_UPSTREAM}"]\nread_tools = ["*"]\n\n'
+        '[mcp_policy.p]\nservers = ["modern"]\n\n' + idle_harnesses({"legacy": "p"})
+    )
+    daemon = start_daemon(config)
+    env = daemon.harness_envs()["legacy"]
+    asked, release = anyio.Event(), anyio.Event()
+
+    async def on_elicit(context, params) -> types.ElicitResult:
+        asked.set()
+        await release.wait()  # answers after the call was given up
+        return types.ElicitResult(action="accept", content={"name": "late"})
+
+    async def scenario() -> str:
+        async with Client(
+            bridge_params(env), mode="legacy", cache=None, elicitation_callback=on_elicit
+        ) as client:
+            async with anyio.create_task_group() as group:
+
+                async def call() -> None:
+                    await client.call_tool("modern__ask", {"tag": "t"})
+
+                group.start_soon(call)
+                with anyio.fail_after(20):
+                    await asked.wait()
+                group.cancel_scope.cancel()  # the SDK sends notifications/cancelled
+            await await_until(daemon.calls, timeout=20)
+            release.set()  # the late answer arrives and goes nowhere
+            return (await client.call_tool("modern__echo", {"text": "still here"})).content[0].text
+
+    assert anyio.run(scenario) == "still here"
+    rows = wait_until(lambda: (r := daemon.calls()) and len(r) == 2 and r, timeout=10)
+    assert sorted((r["tool"], r["outcome"]) for r in rows) == [("ask", "cancelled"), ("echo", "ok")]
