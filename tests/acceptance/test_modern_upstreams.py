@@ -2,7 +2,8 @@
 refuses ``initialize``) behind a real daemon, over stdio and Streamable HTTP, shared and
 ``shared = false``: a 2026-07-28 client and a handshake-era client use it at once, its tool that asks
 for input takes two rounds for each (the modern client gets the input-required results, the older one
-``elicitation/create`` requests), and each call is one call-log row; its tool list changes reach the
+``elicitation/create`` requests), and each call is one call-log row, beside the gateway's own elicitation
+relay; its tool list changes reach the
 gateway on the ``subscriptions/listen`` stream the gateway opened."""
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ import pytest
 from mcp import Client, types
 from mcp.shared.exceptions import MCPError
 
-from support import FIXTURES, PY, await_until, bridge_params, idle_harnesses, wait_until
+from support import (
+    FIXTURES,
+    PY,
+    await_until,
+    bridge_params,
+    everything_upstream,
+    idle_harnesses,
+    needs_everything,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
@@ -254,3 +264,46 @@ def test_a_handshake_client_that_cancels_while_asked_for_input_ends_the_call_can
     assert anyio.run(scenario) == "still here"
     rows = wait_until(lambda: (r := daemon.calls()) and len(r) == 2 and r, timeout=10)
     assert sorted((r["tool"], r["outcome"]) for r in rows) == [("ask", "cancelled"), ("echo", "ok")]
+
+
+@needs_everything
+def test_a_2026_clients_retries_reach_the_right_place_when_the_gateways_own_relay_and_an_upstreams_rounds_interleave(
+    start_daemon,
+):
+    config = (
+        f'[mcp.modern]\nargv = ["{PY}", "{MODERN_UPSTREAM}"]\nread_tools = ["*"]\n\n'
+        + everything_upstream()
+        + '[mcp_policy.p]\nservers = ["modern", "everything"]\n\n'
+        + idle_harnesses({"new": "p"})
+    )
+    daemon = start_daemon(config)
+    env = daemon.harness_envs()["new"]
+    asked: list[str] = []
+
+    async def on_elicit(context, params) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "n"})
+
+    async def scenario() -> tuple[str, str]:
+        async with Client(bridge_params(env), cache=None, elicitation_callback=on_elicit) as client:
+            out: dict[str, str] = {}
+
+            async def ask() -> None:
+                result = await client.call_tool("modern__ask", {"tag": "mine", "rounds": 3})
+                out["ask"] = result.content[0].text
+
+            async def relayed() -> None:
+                result = await client.call_tool("everything__trigger-elicitation-request", {})
+                out["relayed"] = str(result.content)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(ask)
+                group.start_soon(relayed)
+            return out["ask"], out["relayed"]
+
+    ask, relayed = anyio.run(scenario)
+    assert ask == "mine:n,n,n"
+    assert asked.count("mine") == 3 and len(asked) == 4
+    assert "accept" in relayed.lower()
+    rows = wait_until(lambda: (r := daemon.calls()) and len(r) == 2 and r, timeout=20)
+    assert sorted((r["upstream"], r["outcome"]) for r in rows) == [("everything", "ok"), ("modern", "ok")]
