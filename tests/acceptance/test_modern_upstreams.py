@@ -1,10 +1,11 @@
 """An upstream that speaks only the 2026-07-28 revision (tests/fixtures/modern_upstream.py: it
 refuses ``initialize``) behind a real daemon, over stdio and Streamable HTTP, shared and
 ``shared = false``: a 2026-07-28 client and a handshake-era client use it at once, its tool that asks
-for input takes two rounds for each (the modern client gets the input-required results, the older one
-``elicitation/create`` requests), and each call is one call-log row, beside the gateway's own elicitation
-relay; its tool list changes reach the
-gateway on the ``subscriptions/listen`` stream the gateway opened."""
+for input takes two rounds for each (the modern client gets the input-required results, the older
+one ``elicitation/create`` requests), and each call is one call-log row; the modern client's retries
+reach the right call beside the gateway's own elicitation relay; the upstream's tool-list changes
+reach the gateway on the ``subscriptions/listen`` stream it opened; cancellations, the round cap,
+malformed rounds and a retry that never comes end a call with one row."""
 
 from __future__ import annotations
 
