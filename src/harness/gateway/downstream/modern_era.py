@@ -9,7 +9,8 @@ during a call becomes an ``input_required`` result that the client answers by ca
 
 The session decides its era from its first request and keeps it. Everything it sends goes through
 :class:`ModernWire`, which converts at the boundary: the session and the upstream side stay in the
-handshake era's terms (upstreams are always spoken to in the handshake era).
+handshake era's terms (an upstream that speaks only 2026-07-28 is its own matter:
+``upstream/modern.py``, and ``input_rounds.py`` for its input-required answers).
 """
 
 from __future__ import annotations
