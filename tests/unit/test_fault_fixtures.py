@@ -134,7 +134,7 @@ def test_the_faulty_upstream_answers_the_handshake_the_listing_and_every_tool():
         }
         assert up.request("ping")["result"] == {}
         tools = up.request("tools/list")["result"]["tools"]
-        assert [t["name"] for t in tools] == ["echo", "sleep", "hang", "whoami", "env", "count", "grow"]
+        assert [t["name"] for t in tools] == ["echo", "sleep", "hang", "whoami", "env", "count", "grow", "announce"]
         assert all(t["annotations"] == {"readOnlyHint": True} for t in tools)
         assert up.call("echo", {"text": "héllo"})["result"] == {
             "content": [{"type": "text", "text": "héllo"}],
@@ -146,6 +146,9 @@ def test_the_faulty_upstream_answers_the_handshake_the_listing_and_every_tool():
         assert json.loads(env["content"][0]["text"]) == env["structuredContent"]
         assert up.call("count")["result"]["content"][0]["text"] == "4"  # echo, whoami, env, count
         assert up.call("nope")["error"]["code"] == -32602
+        assert up.call("announce")["result"]["content"][0]["text"] == "announced"
+        assert up.message() == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+        assert up.request("tools/list")["result"]["tools"] == tools, "announce changes nothing"
         assert up.request("resources/list")["error"]["code"] == -32601
         up.close_stdin()
         assert up.proc.wait(WAIT) == 0

@@ -24,17 +24,18 @@ class UpstreamStarted(Event):
 
 @stored
 class ToolCatalogFetched(Event):
-    """An upstream answered ``initialize`` and ``tools/list``; ``tools_json`` is the list as kept."""
+    """An upstream answered ``initialize`` (or, speaking only 2026-07-28, ``server/discover``) and
+    ``tools/list``; ``tools_json`` is the list as kept."""
 
     STORED_NAME = "upstream.tool_catalog_fetched"
     upstream: str
     """The upstream key."""
 
     protocol_version: str
-    """The protocol revision the upstream answered to `initialize`."""
+    """The protocol revision the upstream answered to `initialize` (`2026-07-28`: it speaks only that)."""
 
     server_name: str
-    """`serverInfo.name` from `initialize`."""
+    """`serverInfo.name` from `initialize` (or the `server/discover` answer's `_meta`)."""
 
     server_version: str
     """`serverInfo.version` from `initialize`."""

@@ -49,6 +49,11 @@ class Caller(Protocol):
         gets the agent's reply (``result`` or ``error``), exactly once."""
         ...
 
+    def input_required(self, call: CallInflight, result: dict[str, Any]) -> None:
+        """A 2026-07-28 upstream answered ``call`` with ``resultType: "input_required"``: ask the
+        agent for the input, then retry the call (the call goes on; it is not over)."""
+        ...
+
 
 @dataclass(slots=True, eq=False)
 class CallInflight:

@@ -9,8 +9,9 @@ during a call becomes an ``input_required`` result that the client answers by ca
 
 A session's era is settled when it is built (``eras.opens_modern``, or the HTTP request's
 headers); everything a 2026-07-28 session sends goes through :class:`ModernWire`, which converts
-at the boundary: the session and the upstream side stay in the handshake era's terms (upstreams are
-always spoken to in the handshake era).
+at the boundary: the session and the upstream side stay in the handshake era's terms (an upstream
+that speaks only 2026-07-28 is its own matter: ``upstream/modern.py``, and ``input_rounds.py`` for
+its input-required answers).
 """
 
 from __future__ import annotations
@@ -19,23 +20,24 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from harness.gateway.calls.inflight import CallInflight
 from harness.gateway.downstream import param_headers
+from harness.gateway.downstream.features import MISSING_CAPABILITY
 from harness.gateway.upstream.link import UpstreamLink
-from harness.gateway.wire import jsonrpc
+from harness.gateway.wire import jsonrpc, revisions
 
-MODERN_VERSIONS: Final = ("2026-07-28",)
+MODERN_VERSIONS: Final = revisions.MODERN_VERSIONS
 """Revisions served without a handshake."""
 
-PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
-CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
-CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
-SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
+PROTOCOL_VERSION_KEY: Final = revisions.PROTOCOL_VERSION_KEY
+CLIENT_CAPABILITIES_KEY: Final = revisions.CLIENT_CAPABILITIES_KEY
+CLIENT_INFO_KEY: Final = revisions.CLIENT_INFO_KEY
+SERVER_INFO_KEY: Final = revisions.SERVER_INFO_KEY
 SUBSCRIPTION_ID_KEY: Final = "io.modelcontextprotocol/subscriptionId"
 
-UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+UNSUPPORTED_PROTOCOL_VERSION: Final = revisions.UNSUPPORTED_PROTOCOL_VERSION
 
 CACHEABLE_METHODS: Final = frozenset(
     {
@@ -180,6 +182,16 @@ def read_listen(params: Any) -> Listen | str:
     return Listen(flags, frozenset(uris))
 
 
+class Waiting(Protocol):
+    """A call waiting for the client to call again with a ``requestState`` it was given."""
+
+    call: CallInflight
+
+    def drop(self) -> None:
+        """The session ended before the client called again."""
+        ...
+
+
 @dataclass(slots=True)
 class Suspended:
     """A call waiting for the client's answer to an upstream's elicitation."""
@@ -187,6 +199,11 @@ class Suspended:
     link: UpstreamLink
     call: CallInflight
     answer: Callable[[dict[str, Any]], None]
+
+    def drop(self) -> None:
+        """The session ended: the upstream hears so, and its call is cancelled."""
+        self.answer({"error": {"code": MISSING_CAPABILITY, "message": "the agent disconnected"}})
+        self.link.cancel_call(self.call.upstream_id, "the client disconnected")
 
 
 @dataclass(slots=True)
@@ -198,7 +215,7 @@ class ModernWire:
     cacheable: set[Any] = field(default_factory=set)
     """Ids of requests in :data:`CACHEABLE_METHODS` not answered yet."""
     listens: dict[Any, Listen] = field(default_factory=dict)
-    suspended: dict[str, Suspended] = field(default_factory=dict)
+    suspended: dict[str, Waiting] = field(default_factory=dict)
     """Calls waiting for inputResponses, by the requestState given to the client."""
 
     def send(self, line: bytes) -> None:
@@ -300,8 +317,7 @@ class ModernWire:
 
 
 HEADER_MISMATCH: Final = -32020
-NAMED_BY: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-"""Requests whose ``Mcp-Name`` header repeats a param, by method."""
+NAMED_BY: Final = revisions.NAMED_BY
 HTTP_STATUS_OF_ERROR: Final = {
     jsonrpc.PARSE_ERROR: 400,
     jsonrpc.INVALID_REQUEST: 400,

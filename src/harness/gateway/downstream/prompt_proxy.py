@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness.gateway.library.prompts import PROMPT_PREFIX, PromptError, PromptLibrary
-from harness.gateway.upstream.link import UpstreamLink
+from harness.gateway.upstream.link import UpstreamLink, list_all
 from harness.gateway.wire import jsonrpc
 from harness.naming import exposed_name
 
@@ -34,7 +34,7 @@ def _serving(links: Callable[[str], UpstreamLink | None], server: str) -> Upstre
 
 
 async def _upstream_prompts(link: UpstreamLink) -> list[dict[str, Any]]:
-    prompts = await link.list_all("prompts/list", "prompts", LIST_TIMEOUT_S)
+    prompts = await list_all(link, "prompts/list", "prompts", LIST_TIMEOUT_S)
     return [p for p in prompts if isinstance(p.get("name"), str)]
 
 

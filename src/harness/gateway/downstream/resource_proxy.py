@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from harness.gateway.upstream.link import UpstreamLink
+from harness.gateway.upstream.link import UpstreamLink, list_all
 from harness.gateway.wire import jsonrpc
 
 log = logging.getLogger(__name__)
@@ -104,7 +104,7 @@ class ResourceView:
     async def _merged(self, method: str, key: str) -> list[dict[str, Any]]:
         serving = self.serving()
         found = await asyncio.gather(
-            *(link.list_all(method, key, LIST_TIMEOUT_S) for _s, link in serving), return_exceptions=True
+            *(list_all(link, method, key, LIST_TIMEOUT_S) for _s, link in serving), return_exceptions=True
         )
         merged: list[dict[str, Any]] = []
         for (server, _link), items in zip(serving, found, strict=True):

@@ -234,6 +234,10 @@ class DownstreamSession:
         """A forwarded call is over: forget it and record it (after its answer went out)."""
         self.tool_calls.ended(call, outcome, reason, response_bytes)
 
+    def input_required(self, call: CallInflight, result: dict[str, Any]) -> None:
+        """The upstream asked for input during this session's call (:mod:`.input_rounds`)."""
+        self.tool_calls.rounds.arrived(call, result)
+
     def relay_request(
         self, call: CallInflight, message: dict[str, Any], answer: Callable[[dict[str, Any]], None]
     ) -> None:

@@ -19,7 +19,8 @@ from harness.gateway.calls.inflight import CallInflight
 from harness.gateway.downstream import modern_era
 from harness.gateway.downstream.call_records import Session, ToolCall
 from harness.gateway.downstream.features import MISSING_CAPABILITY
-from harness.gateway.downstream.modern_era import ModernWire
+from harness.gateway.downstream.input_rounds import Continuation, InputRounds
+from harness.gateway.downstream.modern_era import ModernWire, Suspended
 from harness.gateway.downstream.own_calls import OwnCalls
 from harness.gateway.upstream.link import UpstreamLink
 from harness.gateway.wire import jsonrpc
@@ -52,6 +53,8 @@ class ToolCalls:
         """Forwarded calls, by the agent's request id."""
         self._held: dict[Any, asyncio.Task[None]] = {}
         """Calls waiting for their upstream's first start (a ``shared = false`` instance)."""
+        self.rounds = InputRounds(session, self.inflight)
+        """Calls whose 2026-07-28 upstream asked for input."""
 
     # ---------------------------------------------------------------- validate and resolve
 
@@ -89,7 +92,12 @@ class ToolCalls:
         elif not isinstance(arguments, dict):
             self.records.invalid(request_id, "tools/call params.arguments must be an object", started, name)
             return None
-        if request_id in self.inflight or request_id in self.own.running or request_id in self._held:
+        if (
+            request_id in self.inflight
+            or request_id in self.own.running
+            or request_id in self._held
+            or request_id in self.rounds.asking
+        ):
             self.records.invalid(
                 request_id, "a call with this request id is already in flight", started, name
             )
@@ -181,6 +189,10 @@ class ToolCalls:
                 call, "requestState is unknown or its call has ended; call the tool again without it"
             )
             return
+        if isinstance(entry, Continuation):
+            self.rounds.resume(entry, call)
+            return
+        assert isinstance(entry, Suspended)
         inflight = entry.call
         responses = call.params.get("inputResponses")
         response = responses.get(modern_era.ELICITATION_KEY) if isinstance(responses, dict) else None
@@ -202,6 +214,7 @@ class ToolCalls:
             del self.inflight[call.downstream_id]
         elif not call.answerable and self._session.modern is not None:
             self._session.modern.forget(call)
+        self.rounds.ended(call)
         self.records.write_row(
             call.downstream_id,
             call.route,
@@ -246,7 +259,7 @@ class ToolCalls:
             link, call = entry
             link.cancel_call(call.upstream_id, "cancelled by the client")
             return True
-        return self.own.cancel(request_id)
+        return self.rounds.cancel(request_id) or self.own.cancel(request_id)
 
     def cancel_held(self, request_id: Any) -> bool:
         """The client cancelled a call waiting for its upstream's first start (True: it was one)."""
@@ -264,9 +277,9 @@ class ToolCalls:
         for held in list(self._held.values()):
             held.cancel()
         self._held.clear()
+        self.rounds.close()
         modern = self._session.modern
         if modern is not None:
-            for waiting in modern.suspended.values():
-                waiting.answer({"error": {"code": MISSING_CAPABILITY, "message": "the agent disconnected"}})
-                waiting.link.cancel_call(waiting.call.upstream_id, "the client disconnected")
+            for waiting in list(modern.suspended.values()):
+                waiting.drop()
             modern.suspended.clear()

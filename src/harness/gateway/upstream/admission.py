@@ -10,6 +10,7 @@ agent retries at once). A success is told only when there is something to reset.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -133,3 +134,44 @@ class Slots:
     def waiting(self) -> int:
         """Calls waiting for a slot."""
         return len(self._waiting)
+
+
+class Deadlines:
+    """Each call's deadline (loop time) by upstream id, in submission order: the timeout is the
+    link's, so the first is the earliest. One timer, at the first deadline, serves them all (a timer
+    per call cost a heap push and a cancel per call)."""
+
+    def __init__(self, passed: Callable[[int], None]) -> None:
+        self._passed = passed
+        self._due: dict[int, float] = {}
+        self._sweep: asyncio.TimerHandle | None = None
+
+    def start(self, uid: int, timeout: float) -> None:
+        """``uid``'s deadline is ``timeout`` seconds from now."""
+        loop = asyncio.get_running_loop()
+        due = self._due[uid] = loop.time() + timeout
+        if self._sweep is None:
+            self._sweep = loop.call_at(due, self._sweep_due)
+
+    def discard(self, uid: int) -> None:
+        """``uid`` ended otherwise."""
+        self._due.pop(uid, None)
+
+    def clear(self) -> None:
+        """Every call ended otherwise."""
+        self._due.clear()
+
+    def _sweep_due(self) -> None:
+        """The first deadline is due: tell of every one that passed (skipping calls that ended
+        otherwise), then wait for the next one."""
+        self._sweep = None
+        due_at = self._due
+        loop = asyncio.get_running_loop()
+        while due_at:
+            uid = next(iter(due_at))
+            due = due_at[uid]
+            if due > loop.time():
+                self._sweep = loop.call_at(due, self._sweep_due)
+                return
+            del due_at[uid]
+            self._passed(uid)

@@ -1,9 +1,11 @@
-"""A Streamable HTTP upstream, spoken directly (handshake era, 2025-03-26 and later).
+"""A Streamable HTTP upstream, spoken directly (handshake era, 2025-03-26 and later, and 2026-07-28).
 
 One POST per message; a request's answer is read from a JSON body or from the POST's SSE stream,
 where the server may also send requests and notifications of its own before it; the session id and
 the negotiated revision go on every later request; a GET stream carries what the server says outside
-any request; DELETE ends the session on close.
+any request; DELETE ends the session on close. A request carrying the 2026-07-28 envelope goes
+without a session, its version, method and name repeated in headers; a cancellation of one closes
+its POST (that revision has no notifications from client to server).
 
 Written here rather than taken from the SDK's client because a server request that arrives on a
 POST's stream is delivered with the id of that POST's request: the one thing on the wire that ties a
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 
 from harness.config import UpstreamConfig, resolve_upstream_headers
+from harness.gateway.upstream.modern import HeaderParams, header_params, modern_headers
 from harness.gateway.wire import jsonrpc
 
 if TYPE_CHECKING:
@@ -52,6 +55,13 @@ class HttpUpstream:
         self._session_id: str | None = None
         self._version: str | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._requests: dict[Any, asyncio.Task[None]] = {}
+        """POSTs of 2026-07-28 requests by id (a cancellation closes one)."""
+        self._modern = False
+        self._header_params: dict[str, HeaderParams] = {}
+        """What each tool mirrors into headers, read from the 2026-07-28 ``tools/list`` answers."""
+        self._listings: set[Any] = set()
+        """Ids of 2026-07-28 ``tools/list`` requests not answered yet."""
         self._closed = False
 
     async def open(self) -> None:
@@ -66,31 +76,55 @@ class HttpUpstream:
         """POST one message (in its own task; its answers are delivered as they come)."""
         if self._closed or self._client is None:
             return
-        self._spawn(self._post(message))
+        headers = modern_headers(message, self._header_params)
+        if headers is not None:
+            self._modern = True
+            if message.get("method") == "tools/list":
+                self._listings.add(message.get("id"))
+        elif self._modern and "id" not in message:
+            self._cancel_post(message)  # no notification goes to a 2026-07-28 server over HTTP
+            return
+        task = self._spawn(self._post(message, headers))
+        if headers is not None and "id" in message:
+            request_id = message["id"]
+            self._requests[request_id] = task
+            task.add_done_callback(lambda _t: self._requests.pop(request_id, None))
         if message.get("method") == "notifications/initialized":
             self._spawn(self._listen())
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+    def _cancel_post(self, notification: dict[str, Any]) -> None:
+        """A ``notifications/cancelled``: close the POST of the request it names (if still open)."""
+        params = notification.get("params")
+        cancelled = params.get("requestId") if isinstance(params, dict) else None
+        if notification.get("method") == "notifications/cancelled" and type(cancelled) is int:
+            task = self._requests.pop(cancelled, None)
+            if task is not None:
+                task.cancel()
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
-    def _headers(self) -> dict[str, str]:
+    def _headers(self, modern: dict[str, str] | None = None) -> dict[str, str]:
         headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        if modern is not None:
+            return headers | modern
         if self._session_id is not None:
             headers["Mcp-Session-Id"] = self._session_id
         if self._version is not None:
             headers["MCP-Protocol-Version"] = self._version
         return headers
 
-    async def _post(self, message: dict[str, Any]) -> None:
+    async def _post(self, message: dict[str, Any], modern: dict[str, str] | None) -> None:
         assert self._client is not None
         request_id = message.get("id") if "method" in message else None
         initialize = message.get("method") == "initialize"
         try:
             body = jsonrpc.encode_ascii(message)
             async with self._client.stream(
-                "POST", self.url, content=body, headers=self._headers()
+                "POST", self.url, content=body, headers=self._headers(modern)
             ) as response:
                 if initialize and (session_id := response.headers.get("mcp-session-id")):
                     self._session_id = session_id
@@ -104,9 +138,15 @@ class HttpUpstream:
             self._end(f"transport error: {type(exc).__name__}: {exc}"[:MAX_ERROR_BODY])
 
     async def _refused(self, response: httpx2.Response, request_id: Any, initialize: bool) -> None:
-        detail = (await response.aread()).decode(errors="replace").strip()[:MAX_ERROR_BODY]
+        body = (await response.aread()).decode(errors="replace").strip()
+        answer = _error_answer(body, request_id)
+        gone = response.status_code == 404 and self._session_id is not None  # the session expired
+        if answer is not None and not gone:
+            self._on_message(answer, None)  # a JSON-RPC error (how a 2026-only server refuses initialize)
+            return
+        detail = body[:MAX_ERROR_BODY]
         reason = f"HTTP {response.status_code}" + (f": {detail}" if detail else "")
-        if initialize or (response.status_code == 404 and self._session_id is not None):
+        if initialize or gone:
             self._end(f"the upstream refused the session: {reason}")
             return
         if request_id is not None:
@@ -134,9 +174,19 @@ class HttpUpstream:
             if not isinstance(one, dict):
                 continue
             result = one.get("result")
+            if self._listings and type(answered := one.get("id")) is int and answered in self._listings:
+                self._listings.discard(answered)
+                self._learn(result)
             if self._version is None and isinstance(result, dict) and "protocolVersion" in result:
                 self._version = str(result["protocolVersion"])
             self._on_message(one, request_id if type(request_id) is int else None)
+
+    def _learn(self, listing: Any) -> None:
+        """Keep what each tool of a 2026-07-28 ``tools/list`` page mirrors into headers."""
+        tools = listing.get("tools") if isinstance(listing, dict) else None
+        for tool in tools if isinstance(tools, list) else ():
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                self._header_params[tool["name"]] = header_params(tool.get("inputSchema"))
 
     async def _listen(self) -> None:
         """The GET stream, kept open while the session lives (a server may not offer one: 405)."""
@@ -178,3 +228,20 @@ class HttpUpstream:
             with contextlib.suppress(httpx2.HTTPError, OSError):
                 await client.delete(self.url, headers={"Mcp-Session-Id": session_id}, timeout=2.0)
         await client.aclose()
+
+
+def _error_answer(body: str, request_id: Any) -> dict[str, Any] | None:
+    """A refused POST's body when it is the JSON-RPC error answering ``request_id``."""
+    if request_id is None or not body.startswith("{"):
+        return None
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if (
+        isinstance(message, dict)
+        and message.get("id") == request_id
+        and isinstance(message.get("error"), dict)
+    ):
+        return message
+    return None

@@ -3,8 +3,9 @@
 The link owns the upstream's request-id allocator and its table of requests in flight (upstream id →
 caller, downstream id, progress token, deadline). Messages are parsed once and forwarded as received,
 with ids, progress tokens and tool names rewritten. Admission (breaker, slots) is
-``admission.py``'s; the connection's life (start, handshake, restarts) is ``supervised.py``'s; the
-connection itself is a ``Transport``, so a test can drive a link with a fake one.
+``admission.py``'s; the connection's life (start, handshake, restarts) is ``supervised.py``'s; what
+the upstream asks of the gateway is ``server_requests.py``'s; the 2026-07-28 envelope is
+``modern.py``'s; the connection itself is a ``Transport``, so a test can drive a link with a fake one.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from typing import Any
 from harness.actors.snapshots import Published
 from harness.config import UpstreamConfig
 from harness.gateway.calls.inflight import CallInflight, Failure
-from harness.gateway.upstream.admission import BreakerGate, Slots
+from harness.gateway.upstream import modern
+from harness.gateway.upstream.admission import BreakerGate, Deadlines, Slots
+from harness.gateway.upstream.modern import ModernUpstream
+from harness.gateway.upstream.server_requests import answer_server_request
 from harness.gateway.upstream.transports import Transport
 from harness.gateway.wire import jsonrpc
 from harness.vocabulary import UpstreamStatus
@@ -57,11 +61,7 @@ class UpstreamLink:
         self._next_id = 1
         self._pending: dict[int, CallInflight | _Request] = {}
         self._admitting: dict[int, _Admitting] = {}
-        self._deadlines: dict[int, float] = {}
-        """Each call's deadline (loop time), in submission order: the timeout is the link's, so the
-        first is the earliest. One timer, at the first deadline, serves them all (a timer per call
-        cost a heap push and a cancel per call)."""
-        self._sweep: asyncio.TimerHandle | None = None
+        self._deadlines = Deadlines(self._deadline_passed)
         self._transport: Transport | None = None
         self.on_list_changed: Callable[[], None] = lambda: None
         self.on_resource_updated: Callable[[UpstreamLink, str], None] = lambda _link, _uri: None
@@ -72,6 +72,8 @@ class UpstreamLink:
         """``notifications/message`` (the log relay fans it out)."""
         self.capabilities: dict[str, Any] = {}
         """What the upstream's ``initialize`` said it serves (``prompts``, ``resources``, …)."""
+        self.modern: ModernUpstream | None = None
+        """The 2026-07-28 revision when the upstream speaks only that (every request carries its envelope)."""
         self.first_attempt = asyncio.Event()
         """Set once the first start finished, up or not (a call to a ``starting`` link waits for it)."""
 
@@ -132,54 +134,33 @@ class UpstreamLink:
     ) -> dict[str, Any]:
         """Send a request of the gateway's own and wait for the whole reply (``result`` or ``error``);
         TimeoutError when none comes in time."""
-        uid = self._allocate_id()
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[uid] = _Request(future)
-        self.send_message({"jsonrpc": "2.0", "id": uid, "method": method, "params": params})
+        uid = self.send_request(method, params, _Request(future))
         try:
             return await asyncio.wait_for(future, timeout)
         finally:
             self._pending.pop(uid, None)
 
+    def send_request(self, method: str, params: dict[str, Any], waiter: _Request | None = None) -> int:
+        """Send a request of the gateway's own under a new id; without a ``waiter`` its answer, if
+        one ever comes, goes nowhere (a ``subscriptions/listen`` stream)."""
+        uid = self.new_call_id()
+        if waiter is not None:
+            self._pending[uid] = waiter
+        if self.modern is not None:
+            params = self.modern.stamp(dict(params))
+        self.send_message({"jsonrpc": "2.0", "id": uid, "method": method, "params": params})
+        return uid
+
     def serves(self, capability: str) -> bool:
         """Whether the upstream is up and declared ``capability`` (``prompts``, ``resources``, …)."""
         return self.available and capability in self.capabilities
-
-    async def list_all(self, method: str, key: str, timeout: float, pages: int = 20) -> list[dict[str, Any]]:
-        """The ``key`` objects of every page of a ``*/list`` request (at most ``pages`` pages; an
-        answer that is not a result ends the list where it is)."""
-        items: list[dict[str, Any]] = []
-        cursor: Any = None
-        for _page in range(pages):
-            result = (await self.ask(method, {"cursor": cursor} if cursor else {}, timeout)).get("result")
-            if not isinstance(result, dict):
-                break
-            items.extend(item for item in result.get(key, ()) if isinstance(item, dict))
-            cursor = result.get("nextCursor")
-            if not cursor:
-                break
-        return items
 
     async def request(
         self, method: str, params: dict[str, Any], timeout: float = INIT_TIMEOUT_S
     ) -> dict[str, Any]:
         """Send an internal request and wait for its result (RuntimeError on an error reply)."""
-        reply = await self.ask(method, params, timeout)
-        if "error" in reply:
-            error = reply["error"]
-            message = error.get("message") if isinstance(error, dict) else None
-            if isinstance(message, str) and message.startswith(jsonrpc.GARBLED):
-                raise RuntimeError(f"{method} {message}")  # the transport could not read the answer
-            raise RuntimeError(f"{method} failed: {error}")
-        result = reply.get("result")
-        if not isinstance(result, dict):
-            raise RuntimeError(f"{method}: result is not an object")  # noqa: TRY004 - a protocol fault
-        return result
-
-    def _allocate_id(self) -> int:
-        uid = self._next_id
-        self._next_id = uid + 1
-        return uid
+        return result_of(method, await self.ask(method, params, timeout))
 
     # ---------------------------------------------------------------- from the upstream
 
@@ -191,13 +172,24 @@ class UpstreamLink:
             uid = message.get("id")
             item = self._pending.pop(uid, None) if type(uid) is int else None
             if isinstance(item, CallInflight):
-                self._deadlines.pop(item.upstream_id, None)
-                self._answered(item, message)
+                self._deadlines.discard(item.upstream_id)
+                asks = modern.input_required(message) if self.modern is not None else None
+                self._slots.release()
+                if asks is None:
+                    self.gate.succeeded(item.probe, lambda: item.answered(message))
+                else:
+                    self.gate.succeeded(item.probe, lambda: item.caller.input_required(item, asks))
             elif item is not None and not item.future.done():
                 item.future.set_result(message)
             return
         if "id" in message:
-            self._answer_server_request(message, related)
+            owner = self._pending.get(related) if related is not None else None
+            answer_server_request(
+                message,
+                owner if isinstance(owner, CallInflight) else None,
+                self._calls_in_flight,
+                self.send_message,
+            )
         elif method == "notifications/progress":
             self._route_progress(message)
         elif method == "notifications/tools/list_changed":
@@ -211,39 +203,6 @@ class UpstreamLink:
             self.on_resources_changed(self)
         elif method == "notifications/message":
             self.on_log_message(self, message.get("params"))
-
-    def _answer_server_request(self, message: dict[str, Any], related: int | None) -> None:
-        """A request from the upstream: ``ping`` is answered here; an elicitation goes to the session
-        of the call whose response stream carried it (Streamable HTTP), else of the one call in flight
-        when exactly one is (on stdio nothing on the wire says which call it belongs to); everything
-        else (sampling, roots, an elicitation no one call owns) is refused."""
-        upstream_id = message["id"]
-
-        def answer(reply: dict[str, Any]) -> None:
-            self.send_message({"jsonrpc": "2.0", "id": upstream_id, **reply})
-
-        method = message.get("method")
-        if method == "ping":
-            answer({"result": {}})
-            return
-        if method == "elicitation/create":
-            owner = self._pending.get(related) if related is not None else None
-            calls = [owner] if isinstance(owner, CallInflight) and not owner.done else self._calls_in_flight()
-            if len(calls) == 1:
-                calls[0].caller.relay_request(calls[0], message, answer)
-                return
-            why = (
-                f"{len(calls)} calls are in flight on this upstream and nothing says which one asks"
-                if calls
-                else "no call is in flight on this upstream"
-            )
-            answer(
-                {"error": {"code": jsonrpc.INVALID_REQUEST, "message": f"the gateway cannot relay it: {why}"}}
-            )
-            return
-        answer(
-            {"error": {"code": jsonrpc.METHOD_NOT_FOUND, "message": f"the gateway does not forward {method}"}}
-        )
 
     def _calls_in_flight(self) -> list[CallInflight]:
         return [item for item in self._pending.values() if isinstance(item, CallInflight) and not item.done]
@@ -261,18 +220,16 @@ class UpstreamLink:
     # ---------------------------------------------------------------- calls
 
     def new_call_id(self) -> int:
-        """An upstream request id for a call about to be submitted."""
-        return self._allocate_id()
+        """A new upstream request id (for a call about to be submitted, say)."""
+        uid = self._next_id
+        self._next_id = uid + 1
+        return uid
 
     def submit(self, call: CallInflight, message: dict[str, Any], params: dict[str, Any]) -> None:
         """Admit a caller's ``tools/call``: breaker, then a concurrency slot (waiting within the
         call's deadline), then the upstream under this link's own id."""
         uid = call.upstream_id
-        loop = asyncio.get_running_loop()
-        due = loop.time() + self.config.timeout
-        self._deadlines[uid] = due
-        if self._sweep is None:
-            self._sweep = loop.call_at(due, self._sweep_deadlines)
+        self._deadlines.start(uid, self.config.timeout)
         self._admitting[uid] = (call, message, params)
         verdict = self.gate.admit(lambda granted: self._claimed(uid, granted))
         if verdict is True:
@@ -282,7 +239,7 @@ class UpstreamLink:
                 self._slots.acquire(uid, lambda: self._send_call(uid))
         elif verdict is False:
             del self._admitting[uid]
-            self._deadlines.pop(uid, None)
+            self._deadlines.discard(uid)
             call.failed("circuit_open", f"upstream {self.name!r} failed repeatedly; its breaker is open")
 
     def _claimed(self, uid: int, granted: bool) -> None:
@@ -312,39 +269,28 @@ class UpstreamLink:
         params["name"] = call.route.tool
         if call.progress_token is not None:
             params["_meta"] = {**params["_meta"], "progressToken": uid}
+        if self.modern is not None:
+            self.modern.stamp(params)
         self._pending[uid] = call
         self._transport.send(message)
-
-    def _answered(self, call: CallInflight, message: dict[str, Any]) -> None:
-        self._slots.release()
-        self.gate.succeeded(call.probe, lambda: call.answered(message))
 
     def _failed(self, call: CallInflight, reason: Failure, detail: str) -> None:
         """A transport error or timeout: the breaker counts it before the caller hears of it."""
         self.gate.failed(lambda: call.failed(reason, detail))
 
-    def _sweep_deadlines(self) -> None:
-        """The first deadline is due: time out every call whose deadline passed (a call that ended
-        otherwise is skipped), then wait for the next one."""
-        self._sweep = None
-        deadlines = self._deadlines
-        loop = asyncio.get_running_loop()
-        while deadlines:
-            uid = next(iter(deadlines))
-            due = deadlines[uid]
-            if due > loop.time():
-                self._sweep = loop.call_at(due, self._sweep_deadlines)
-                return
-            del deadlines[uid]
-            self._deadline_passed(uid)
+    def _withdrawn(self, uid: int) -> CallInflight | None:
+        """The call still waiting for admission under ``uid``, taken out of the queue (None: none)."""
+        entry = self._admitting.pop(uid, None)
+        if entry is None:
+            return None
+        self._slots.withdraw(uid)
+        if entry[0].probe:
+            self.gate.abandoned()
+        return entry[0]
 
     def _deadline_passed(self, uid: int) -> None:
-        entry = self._admitting.pop(uid, None)
-        if entry is not None:
-            call = entry[0]
-            self._slots.withdraw(uid)
-            if call.probe:
-                self.gate.abandoned()
+        call = self._withdrawn(uid)
+        if call is not None:
             call.failed("timeout", f"no free slot on {self.name!r} within {self.config.timeout:g}s")
             return
         item = self._pending.pop(uid, None)
@@ -355,13 +301,9 @@ class UpstreamLink:
 
     def cancel_call(self, uid: int, reason: str) -> None:
         """The caller gave up: tell the upstream, free the slot; a late reply goes nowhere."""
-        self._deadlines.pop(uid, None)
-        entry = self._admitting.pop(uid, None)
-        if entry is not None:
-            call = entry[0]
-            self._slots.withdraw(uid)
-            if call.probe:
-                self.gate.abandoned()
+        self._deadlines.discard(uid)
+        call = self._withdrawn(uid)
+        if call is not None:
             call.cancelled()
             return
         item = self._pending.pop(uid, None)
@@ -380,3 +322,35 @@ class UpstreamLink:
                 "params": {"requestId": uid, "reason": reason},
             }
         )
+
+
+def result_of(method: str, reply: dict[str, Any]) -> dict[str, Any]:
+    """The result of a reply to a request of the gateway's own (RuntimeError on an error reply)."""
+    if "error" in reply:
+        error = reply["error"]
+        message = error.get("message") if isinstance(error, dict) else None
+        if isinstance(message, str) and message.startswith(jsonrpc.GARBLED):
+            raise RuntimeError(f"{method} {message}")  # the transport could not read the answer
+        raise RuntimeError(f"{method} failed: {error}")
+    result = reply.get("result")
+    if not isinstance(result, dict):
+        raise RuntimeError(f"{method}: result is not an object")  # noqa: TRY004 - a protocol fault
+    return result
+
+
+async def list_all(
+    link: UpstreamLink, method: str, key: str, timeout: float, pages: int = 20
+) -> list[dict[str, Any]]:
+    """The ``key`` objects of every page of a ``*/list`` request (at most ``pages`` pages; an
+    answer that is not a result ends the list where it is)."""
+    items: list[dict[str, Any]] = []
+    cursor: Any = None
+    for _page in range(pages):
+        result = (await link.ask(method, {"cursor": cursor} if cursor else {}, timeout)).get("result")
+        if not isinstance(result, dict):
+            break
+        items.extend(item for item in result.get(key, ()) if isinstance(item, dict))
+        cursor = result.get("nextCursor")
+        if not cursor:
+            break
+    return items

@@ -16,20 +16,21 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
-from harness import __version__
 from harness.actors.snapshots import Published
 from harness.events import Event, ToolCatalogFetched, UpstreamExited, UpstreamStarted, UpstreamStateChanged
 from harness.gateway.processes import BoundedLog
 from harness.gateway.supervision import Change, Supervisor
+from harness.gateway.upstream import modern
 from harness.gateway.upstream.catalogue import MAX_TOOLS, check_catalogue
-from harness.gateway.upstream.link import INIT_TIMEOUT_S, UpstreamLink
+from harness.gateway.upstream.link import INIT_TIMEOUT_S, UpstreamLink, result_of
 from harness.gateway.upstream.transports import Connect, Transport
+from harness.gateway.wire import jsonrpc
 from harness.vocabulary import StopReason, UpstreamStatus
 
 log = logging.getLogger(__name__)
 
 UPSTREAM_PROTOCOL_VERSION = "2025-11-25"
-"""Upstream sessions are pinned to the handshake era (design.md §2)."""
+"""The handshake revision asked of upstreams; one that refuses the handshake is discovered (modern.py)."""
 EXIT_REPORT_S = 2.0
 """How long a requested restart waits for the closed transport to report its exit."""
 FIRST_ANSWER_WAIT_S = 5.0
@@ -121,25 +122,50 @@ class SupervisedUpstream:
             self.first_attempt.set()
 
     async def _handshake(self) -> None:
+        """``initialize``, or for an upstream that refuses it, ``server/discover`` (2026-07-28)."""
         self._asking = "initialize"
-        init = await self.link.request(
+        self.link.modern = None
+        reply = await self.link.ask(
             "initialize",
             {
                 "protocolVersion": UPSTREAM_PROTOCOL_VERSION,
                 # Elicitation is relayed to the one session whose call is in flight (link.py), so
                 # the gateway declares it; a session whose client lacks it is refused per request.
-                "capabilities": {"elicitation": {}},
-                "clientInfo": {"name": "harness-gateway", "version": __version__},
+                "capabilities": modern.GATEWAY_CAPABILITIES,
+                "clientInfo": modern.GATEWAY_INFO,
             },
             timeout=INIT_TIMEOUT_S,  # a slow start (npx, a JVM) is not a slow call
         )
-        self.protocol_version = str(init.get("protocolVersion", ""))
-        info = init.get("serverInfo")
-        self.server_info = info if isinstance(info, dict) else {}
-        capabilities = init.get("capabilities")
-        self.link.capabilities = capabilities if isinstance(capabilities, dict) else {}
-        self.link.send_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        await self.refresh_tools(init)
+        error = reply.get("error")
+        if isinstance(error, dict) and not str(error.get("message")).startswith(jsonrpc.GARBLED):
+            await self._discover(reply)  # refused, not garbled
+        else:
+            init = result_of("initialize", reply)
+            self.protocol_version = str(init.get("protocolVersion", ""))
+            info = init.get("serverInfo")
+            self.server_info = info if isinstance(info, dict) else {}
+            capabilities = init.get("capabilities")
+            self.link.capabilities = capabilities if isinstance(capabilities, dict) else {}
+            self.link.send_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await self.refresh_tools(reply)
+
+    async def _discover(self, refused: dict[str, Any]) -> None:
+        """The upstream refused ``initialize``: speak 2026-07-28 if its ``server/discover`` lists it,
+        else fail with the handshake's error."""
+        self._asking = "server/discover"
+        params = {"_meta": modern.envelope()}
+        try:
+            found = modern.discovered(result_of(self._asking, await self.link.ask(self._asking, params)))
+        except RuntimeError as exc:
+            found = str(exc)
+        if isinstance(found, str):
+            raise RuntimeError(f"initialize failed: {refused['error']} ({found})")  # noqa: TRY004
+        self.link.modern = found.era
+        self.protocol_version = found.era.version
+        self.server_info = found.server_info
+        self.link.capabilities = found.capabilities
+        if wanted := modern.listen_filter(found.capabilities):  # change notifications come only on it
+            self.link.send_request("subscriptions/listen", {"notifications": wanted})
 
     async def refresh_tools(self, init: dict[str, Any] | None = None) -> None:
         """Fetch every page of ``tools/list`` (until past the cap), keep what an MCP client accepts,
