@@ -23,6 +23,7 @@ from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.harnesses.spawner import HarnessSpawner
 from harness.gateway.processes import tail_lines
 from harness.gateway.state_dir import StatePaths
+from harness.gateway.upstream.era_twins import twin_name
 from harness.gateway.upstream.supervised import SupervisedUpstream
 from harness.gateway.upstream.unshared import UnsharedUpstreams, label
 from harness.rules.access import OPERATOR, Caller, check
@@ -59,6 +60,11 @@ class Fleet(Protocol):
     @property
     def unshared(self) -> UnsharedUpstreams:
         """The per-harness instances of ``shared = false`` upstreams."""
+        ...
+
+    @property
+    def twins(self) -> Mapping[SupervisedUpstream, SupervisedUpstream]:
+        """The 2026-07-28 twin of each instance that has one, by that instance."""
         ...
 
     @property
@@ -160,13 +166,21 @@ class ControlPlane:
             "catalogue_notes": list(up.catalogue_notes),
         }
 
+    def _with_twin(self, name: str, up: SupervisedUpstream) -> dict[str, dict[str, Any]]:
+        """An instance's row by ``name``, and its 2026-07-28 twin's as ``<name>~2026-07-28``."""
+        rows = {name: self._upstream_row(up)}
+        if (twin := self._fleet.twins.get(up)) is not None:
+            rows[twin_name(name)] = self._upstream_row(twin)
+        return rows
+
     def _unshared_row(self, name: str, caller: Caller) -> dict[str, Any]:
         """A ``shared = false`` upstream: one row per running instance, by harness (those of the
-        harnesses the caller sees)."""
+        harnesses the caller sees), and per twin (``HARNESS~2026-07-28``)."""
         rows = {
-            harness: self._upstream_row(up)
+            row_name: row
             for harness, up in sorted(self._fleet.unshared.of(name).items())
             if sees_siblings(caller) or may_see_harness(caller, harness)
+            for row_name, row in self._with_twin(harness, up).items()
         }
         return {
             "project": _folder(self._fleet.config.upstreams[name].project),
@@ -182,13 +196,18 @@ class ControlPlane:
 
     def _upstream_rows(self, caller: Caller) -> dict[str, dict[str, Any]]:
         """The row of every upstream the caller sees, by key, sorted (an unshared one's row sums up
-        its instances)."""
+        its instances; a twin's row follows its instance's, as ``KEY~2026-07-28``)."""
         fleet = self._fleet
-        rows = {name: self._upstream_row(up) for name, up in fleet.upstreams.items()}
+        rows = {key: self._with_twin(key, up) for key, up in fleet.upstreams.items()}
         rows.update(
-            (n, self._unshared_row(n, caller)) for n, c in fleet.config.upstreams.items() if not c.shared
+            (n, {n: self._unshared_row(n, caller)}) for n, c in fleet.config.upstreams.items() if not c.shared
         )
-        return {key: rows[key] for key in sorted(rows) if may_see_upstream(caller, key)}
+        return {
+            name: row
+            for key in sorted(rows)
+            if may_see_upstream(caller, key)
+            for name, row in rows[key].items()
+        }
 
     async def _status(self, _args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """The daemon, its upstreams and harnesses: all for the operator; for a harness, itself (its

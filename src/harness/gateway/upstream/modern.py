@@ -48,17 +48,24 @@ class ModernUpstream:
     version: str
 
     def stamp(self, params: dict[str, Any]) -> dict[str, Any]:
-        """``params`` with the envelope added to its ``_meta`` (changed in place, and returned)."""
-        params["_meta"] = {**(params.get("_meta") or {}), **envelope(self.version)}
+        """``params`` with the envelope added to its ``_meta`` (changed in place, and returned); a
+        2026-07-28 agent's request keeps the capabilities its client declared that the gateway
+        relays, so the upstream asks it only what it can answer."""
+        meta = params.get("_meta") or {}
+        params["_meta"] = {**meta, **envelope(self.version, meta.get(CLIENT_CAPABILITIES_KEY))}
         return params
 
 
-def envelope(version: str = MODERN_VERSIONS[-1]) -> dict[str, Any]:
-    """The ``_meta`` keys that make a request one of ``version`` (the newest the gateway speaks)."""
+def envelope(version: str = MODERN_VERSIONS[-1], declared: Any = None) -> dict[str, Any]:
+    """The ``_meta`` keys that make a request one of ``version`` (the newest the gateway speaks),
+    declaring what the gateway relays (of it, what an agent ``declared``, if it declared any)."""
+    capabilities = GATEWAY_CAPABILITIES
+    if isinstance(declared, dict):
+        capabilities = {k: v for k, v in declared.items() if k in GATEWAY_CAPABILITIES}
     return {
         PROTOCOL_VERSION_KEY: version,
         CLIENT_INFO_KEY: GATEWAY_INFO,
-        CLIENT_CAPABILITIES_KEY: GATEWAY_CAPABILITIES,
+        CLIENT_CAPABILITIES_KEY: capabilities,
     }
 
 
