@@ -103,8 +103,9 @@ def test_a_dual_era_upstream_serves_each_session_in_its_own_era_legacy_elicitati
     assert asked["new"] == ["Step 1: What is your name?", "Step 2: What is your favorite color?"] * 3 + [
         "What is your name?"
     ]
-    if transport == "stdio":  # the twin is a second process, started by the first 2026-07-28 call
-        assert (seen["processes before"], seen["processes after"]) == (1, 2)
+    # Over stdio the twin is a second process, started by the first 2026-07-28 call; over HTTP none.
+    processes = (seen["processes before"], seen["processes after"])
+    assert processes == ((1, 2) if transport == "stdio" else (0, 0))
     rows = wait_until(lambda: (r := daemon.calls()) and len(r) >= 8 and r, timeout=20)
     assert sorted((r["harness"], r["upstream"], r["tool"], r["outcome"]) for r in rows) == sorted(
         [("legacy", "everything", "test_simple_text", "ok")]
@@ -136,16 +137,16 @@ def test_a_handshake_only_upstream_still_converts_elicitation_for_a_2026_client_
     asked: list[str] = []
     seen: dict[str, object] = {}
 
-    async def scenario() -> None:
+    async def calls(first: int) -> None:
         async with Client(
             bridge_params(envs["new"]), cache=None, elicitation_callback=_answers(asked)
         ) as new:
-            for i in range(2):
+            for i in range(first, first + 2):
                 result = await new.call_tool("everything__trigger-elicitation-request", {})
                 seen[f"call {i}"] = result.content[0].text
 
-    anyio.run(scenario)
-    assert seen["call 0"] == seen["call 1"] and asked and len(asked) == 2
+    anyio.run(calls, 0)
+    assert seen["call 0"] == seen["call 1"] and len(asked) == 2
 
     def stopped() -> list[str]:
         events = daemon.events("upstream.state_changed")
@@ -154,5 +155,10 @@ def test_a_handshake_only_upstream_still_converts_elicitation_for_a_2026_client_
     wait_until(stopped, timeout=10, message="the twin's stop recorded")
     assert stopped() == ["handshake only"]  # discovered once, then remembered
     wait_until(lambda: _upstream_processes(daemon, str(EVERYTHING)) == 1, timeout=10, message="one process")
-    rows = wait_until(lambda: (r := daemon.calls()) and len(r) >= 2 and r, timeout=20)
-    assert [(r["harness"], r["outcome"]) for r in rows] == [("new", "ok"), ("new", "ok")]
+    daemon.harness_cli("restart", "everything")  # forgotten when its instance starts again
+    anyio.run(calls, 2)
+    assert seen["call 2"] == seen["call 0"] and len(asked) == 4
+    wait_until(lambda: len(stopped()) == 2, timeout=10, message="the second twin's stop recorded")
+    assert stopped() == ["handshake only", "handshake only"]
+    rows = wait_until(lambda: (r := daemon.calls()) and len(r) >= 4 and r, timeout=20)
+    assert [(r["harness"], r["outcome"]) for r in rows] == [("new", "ok")] * 4

@@ -57,10 +57,10 @@ class ServerFeatures:
         self._prompt_allowed = prompt_allowed
         """Whether the policy lets an upstream's prompt, by its exposed name, through."""
         self._running = running
-        self._reading = reading
-        """Where a ``prompts/get`` or ``resources/read`` goes (a 2026-07-28 session: the twin)."""
         """An upstream's wire if it runs for this session now, never starting one (``shared = false``
         instances start on a tool call, not on a listing)."""
+        self._reading = reading
+        """Where a ``prompts/get`` or ``resources/read`` goes (a 2026-07-28 session: the twin)."""
         self._prompts = prompts
         self._subscriptions = subscriptions
         self._log_relay = log_relay
