@@ -106,11 +106,16 @@ def listen_filter(capabilities: dict[str, Any]) -> dict[str, bool]:
 
 
 def input_required(message: dict[str, Any]) -> dict[str, Any] | None:
-    """The result of an answer that asks for input (``resultType: "input_required"``), else None."""
+    """The result of an answer that asks for input (``resultType: "input_required"``), else None; a
+    complete one loses its ``resultType: "complete"``, as the handshake era has it (a 2026-07-28
+    session's wire splices it back into the line, which it would otherwise parse again)."""
     result = message.get("result")
-    if isinstance(result, dict) and result.get("resultType") == "input_required":
-        return result
-    return None
+    if not isinstance(result, dict):
+        return None
+    kind = result.get("resultType")
+    if kind == "complete":
+        del result["resultType"]
+    return result if kind == "input_required" else None
 
 
 def unrelayable(result: dict[str, Any]) -> tuple[int, str] | None:
