@@ -9,6 +9,7 @@ second process stopped once it failed discovery."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
@@ -46,12 +47,17 @@ def _upstream_processes(daemon, marker: str) -> int:
     return len(daemon.descendants_running(marker))
 
 
-@pytest.mark.parametrize("transport", ["http", "stdio"])
+@pytest.mark.parametrize(
+    ("transport", "shared"),
+    [("http", True), ("stdio", True), ("stdio", False)],
+    ids=["http", "stdio", "unshared"],
+)
 def test_a_dual_era_upstream_serves_each_session_in_its_own_era_legacy_elicitation_and_input_rounds_at_once(
-    start_daemon, tmp_path: Path, transport: str
+    start_daemon, tmp_path: Path, transport: str, shared: bool
 ):
     with python_everything_server(transport, tmp_path) as where:
-        daemon = start_daemon(f'[mcp.everything]\n{where}read_tools = ["*"]\n\n' + POLICY)
+        table = f'[mcp.everything]\n{where}shared = {str(shared).lower()}\nread_tools = ["*"]\n\n'
+        daemon = start_daemon(table + POLICY)
         envs = daemon.harness_envs()
         asked: dict[str, list[str]] = {"new": [], "legacy": []}
         seen: dict[str, object] = {}
@@ -93,6 +99,7 @@ def test_a_dual_era_upstream_serves_each_session_in_its_own_era_legacy_elicitati
                 seen["processes after"] = _upstream_processes(daemon, "stdio.py")
 
         anyio.run(scenario)
+        status = json.loads(daemon.harness_cli("status", "--json").stdout)  # while the server runs
 
     assert seen["versions"] == ("2026-07-28", "2025-11-25")
     for i in range(3):
@@ -103,9 +110,13 @@ def test_a_dual_era_upstream_serves_each_session_in_its_own_era_legacy_elicitati
     assert asked["new"] == ["Step 1: What is your name?", "Step 2: What is your favorite color?"] * 3 + [
         "What is your name?"
     ]
-    # Over stdio the twin is a second process, started by the first 2026-07-28 call; over HTTP none.
+    # Over stdio the twin is one more process, started by the first 2026-07-28 call (shared = false:
+    # the new harness's own instance starts on that call too); over HTTP none.
     processes = (seen["processes before"], seen["processes after"])
-    assert processes == ((1, 2) if transport == "stdio" else (0, 0))
+    assert (
+        processes
+        == {"http": (0, 0), "stdio": (1, 2), "unshared": (1, 3)}[transport if shared else "unshared"]
+    )
     rows = wait_until(lambda: (r := daemon.calls()) and len(r) >= 8 and r, timeout=20)
     assert sorted((r["harness"], r["upstream"], r["tool"], r["outcome"]) for r in rows) == sorted(
         [("legacy", "everything", "test_simple_text", "ok")]
@@ -113,19 +124,21 @@ def test_a_dual_era_upstream_serves_each_session_in_its_own_era_legacy_elicitati
         + [("new", "everything", "test_input_required_result_multi_round", "ok")] * 3
         + [("new", "everything", "test_input_required_result_elicitation", "ok")]
     )
+    twin = TWIN if shared else "everything@new~2026-07-28"
     states = wait_until(
         lambda: (
             (s := {(e["upstream"], e["state"]) for e in daemon.events("upstream.state_changed")})
-            >= {(TWIN, "up"), ("everything", "up")}
+            >= {(twin, "up"), ("everything", "up")}
             and s
         ),
         timeout=10,
         message="both instances up",
     )
-    assert (TWIN, "stopped") not in states
+    assert (twin, "stopped") not in states
     assert {e["upstream"] for e in daemon.events("upstream.tool_catalog_fetched")} == {"everything"}
-    status = daemon.harness_cli("status", "--json")
-    assert TWIN in status.stdout
+    upstreams = status["upstreams"]
+    rows = upstreams if shared else upstreams["everything"]["instances"]
+    assert rows[twin.removeprefix("everything@")]["state"] == "up"
 
 
 @needs_everything
