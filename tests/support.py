@@ -30,7 +30,7 @@ import apsw
 import psutil
 import pytest
 
-from devtools.spawned import toml_list  # noqa: F401 - re-exported: one definition, shared with bench/
+from devtools.spawned import toml_list  # one definition, shared with bench/ (tests import it from here)
 from harness.rules.gateway_tools import FACADE_READ_TOOLS
 
 T = TypeVar("T")
@@ -350,6 +350,46 @@ def everything_upstream(read_all: bool = True) -> str:
 
 
 needs_everything = pytest.mark.skipif(not EVERYTHING.exists(), reason="npm install --prefix tests/npm")
+
+
+EVERYTHING_SERVER = FIXTURES / "python-sdk-everything-server"
+"""The python-sdk conformance everything server (mcp 2.3: it speaks both eras), vendored."""
+
+
+@contextlib.contextmanager
+def python_everything_server(transport: str, folder: Path) -> Iterator[str]:
+    """Where the python-sdk everything server (a dual-era mcp 2.3 server) is reached on
+    ``transport``, as lines of an ``[mcp.everything]`` table (``argv`` or ``url``); over HTTP the
+    server runs (from the vendored source, on this venv's mcp) for the block, logging to
+    ``folder``."""
+    if transport == "stdio":
+        yield f"argv = {toml_list([PY, str(EVERYTHING_SERVER / 'stdio.py')])}\n"
+        return
+    port = free_port()
+    argv = [PY, "-m", "mcp_everything_server", "--port", str(port), "--log-level", "WARNING"]
+    with (folder / "everything-server.log").open("wb") as log:
+        proc = subprocess.Popen(
+            argv, env=clean_env(PYTHONPATH=str(EVERYTHING_SERVER)), stdout=log, stderr=log, cwd=folder
+        )
+    try:
+        wait_until(
+            lambda: proc.poll() is not None or _accepts(port), timeout=30, message="the server listens"
+        )
+        assert proc.poll() is None, (folder / "everything-server.log").read_text()
+        yield f'url = "http://127.0.0.1:{port}/mcp"\n'
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _accepts(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
+    return False
 
 
 def idle_harnesses(policies: dict[str, str]) -> str:

@@ -55,10 +55,13 @@ HarnessState = Literal["running", "exited", "restarting", "failed", "stopped"]
 HarnessRestart = Literal["restarting", "failed"]
 """What a harness's failed exit leads to (``harness.state_changed``)."""
 
-StopReason = Literal["daemon stopping", "reload", "harness exited", "catalogue probed"]
+StopReason = Literal[
+    "daemon stopping", "reload", "harness exited", "catalogue probed", "handshake only", "restarted"
+]
 """Why the daemon stopped an upstream instance for good (``upstream.state_changed`` to ``stopped``):
 the daemon stops; a reload removed or changed its table; the harness a ``shared = false`` instance
-ran for exited; a probe that only read the catalogue is done."""
+ran for exited; a probe that only read the catalogue is done; a 2026-07-28 twin of a server that
+speaks no 2026-07-28, or of a handshake instance that starts again (``era_twins.py``)."""
 
 BreakerStatus = Literal["closed", "open", "half_open"]
 """An upstream's circuit breaker (owned by its ``BreakerActor``)."""

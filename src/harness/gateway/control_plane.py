@@ -23,6 +23,7 @@ from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.harnesses.spawner import HarnessSpawner
 from harness.gateway.processes import tail_lines
 from harness.gateway.state_dir import StatePaths
+from harness.gateway.status_rows import folder, unshared_row, upstream_row, with_twin
 from harness.gateway.upstream.supervised import SupervisedUpstream
 from harness.gateway.upstream.unshared import UnsharedUpstreams, label
 from harness.rules.access import OPERATOR, Caller, check
@@ -59,6 +60,11 @@ class Fleet(Protocol):
     @property
     def unshared(self) -> UnsharedUpstreams:
         """The per-harness instances of ``shared = false`` upstreams."""
+        ...
+
+    @property
+    def twins(self) -> Mapping[SupervisedUpstream, SupervisedUpstream]:
+        """The 2026-07-28 twin of each instance that has one, by that instance."""
         ...
 
     @property
@@ -142,53 +148,35 @@ class ControlPlane:
                     "pid": proc.pid if proc else None,
                     "run_id": proc.run_id if proc else None,
                     "policy": policy.name if policy else None,
-                    "project": _folder(fleet.config.project_of(name)),
+                    "project": folder(fleet.config.project_of(name)),
                     "sessions": self._session_count(name),
                 }
             )
         return listed(caller, rows)
 
-    def _upstream_row(self, up: SupervisedUpstream) -> dict[str, Any]:
-        return {
-            "project": _folder(up.config.project),
-            "state": up.link.status,
-            "pid": up.pid or None,
-            "tools": len(up.tools),
-            "in_flight": up.link.in_flight,
-            "waiting": up.link.waiting,
-            "breaker": up.link.gate.state.status,
-            "catalogue_notes": list(up.catalogue_notes),
-        }
-
     def _unshared_row(self, name: str, caller: Caller) -> dict[str, Any]:
-        """A ``shared = false`` upstream: one row per running instance, by harness (those of the
-        harnesses the caller sees)."""
-        rows = {
-            harness: self._upstream_row(up)
+        """A ``shared = false`` upstream: its instances of the harnesses the caller sees."""
+        instances = {
+            harness: up
             for harness, up in sorted(self._fleet.unshared.of(name).items())
             if sees_siblings(caller) or may_see_harness(caller, harness)
         }
-        return {
-            "project": _folder(self._fleet.config.upstreams[name].project),
-            "state": "unshared",
-            "pid": None,
-            "tools": max((row["tools"] for row in rows.values()), default=0),
-            "in_flight": sum(row["in_flight"] for row in rows.values()),
-            "waiting": sum(row["waiting"] for row in rows.values()),
-            "breaker": "-",
-            "catalogue_notes": sorted({n for row in rows.values() for n in row["catalogue_notes"]}),
-            "instances": rows,
-        }
+        return unshared_row(instances, self._fleet.config.upstreams[name].project, self._fleet.twins)
 
     def _upstream_rows(self, caller: Caller) -> dict[str, dict[str, Any]]:
         """The row of every upstream the caller sees, by key, sorted (an unshared one's row sums up
-        its instances)."""
+        its instances; a twin's row follows its instance's, as ``KEY~2026-07-28``)."""
         fleet = self._fleet
-        rows = {name: self._upstream_row(up) for name, up in fleet.upstreams.items()}
+        rows = {key: with_twin(key, up, fleet.twins) for key, up in fleet.upstreams.items()}
         rows.update(
-            (n, self._unshared_row(n, caller)) for n, c in fleet.config.upstreams.items() if not c.shared
+            (n, {n: self._unshared_row(n, caller)}) for n, c in fleet.config.upstreams.items() if not c.shared
         )
-        return {key: rows[key] for key in sorted(rows) if may_see_upstream(caller, key)}
+        return {
+            name: row
+            for key in sorted(rows)
+            if may_see_upstream(caller, key)
+            for name, row in rows[key].items()
+        }
 
     async def _status(self, _args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """The daemon, its upstreams and harnesses: all for the operator; for a harness, itself (its
@@ -267,7 +255,7 @@ class ControlPlane:
             "transport": "stdio" if config.argv else "http",
             "command": config.argv[0] if config.argv else str(config.url),
             "protocol_version": up.protocol_version or None,
-            **self._upstream_row(up),
+            **upstream_row(up),
         }
 
     async def _logs(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
@@ -392,11 +380,6 @@ class ControlPlane:
             n for n, p in after.items() if before.get(n) != p.run_id and p.running
         )
         return result
-
-
-def _folder(path: Path | None) -> str | None:
-    """A project folder as shown (None: global, or no project)."""
-    return str(path) if path is not None else None
 
 
 def _iso(ts: float) -> str:

@@ -88,6 +88,7 @@ class Daemon:
         )
         self.upstreams = self.directory.shared
         self.unshared = self.directory.unshared
+        self.twins = self.directory.twins.twins
         self.control = ControlPlane(self)
         self.own_tools = GatewayTools(read_libraries(config), self.control, self.reader, self.exposed)
         self.roster = SessionRoster(

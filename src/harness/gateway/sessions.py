@@ -13,7 +13,7 @@ from harness.actors.snapshots import Published
 from harness.events import Event, SessionOpened
 from harness.gateway.downstream.features import ServerFeatures
 from harness.gateway.downstream.log_relay import LogRelay
-from harness.gateway.downstream.resource_proxy import Subscriptions
+from harness.gateway.downstream.resource_proxy import Subscriptions, same_link
 from harness.gateway.downstream.session import DownstreamSession, PolicyPublished
 from harness.gateway.evidence.metrics import TOOL_SCHEMA_BYTES
 from harness.gateway.evidence.recording import CallRecorder
@@ -65,8 +65,11 @@ class SessionRoster:
         session = DownstreamSession(
             identity=identity,
             view=snapshot.view_for(identity),
-            links=lambda name: upstreams.link(name, identity.harness),
+            links=lambda name: upstreams.link(name, identity.harness, modern),
             running=lambda name: upstreams.running_link(name, identity.harness),
+            reading=(lambda name, link: upstreams.reading(name, identity.harness, link))
+            if modern
+            else same_link,
             recorder=self.recorder,
             emit=self.emit,
             send=send,

@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.gateway.downstream import prompt_proxy
 from harness.gateway.downstream.log_relay import LEVELS, RANK, LogRelay
-from harness.gateway.downstream.resource_proxy import ResourceView, Subscriptions
+from harness.gateway.downstream.resource_proxy import Reading, ResourceView, Subscriptions, same_link
 from harness.gateway.library.prompts import PromptLibrary
 from harness.gateway.upstream.link import UpstreamLink
 from harness.gateway.wire import jsonrpc
@@ -50,6 +50,7 @@ class ServerFeatures:
         subscriptions: Subscriptions | None,
         log_relay: LogRelay | None,
         prompt_allowed: Callable[[str], bool] = lambda _name: True,
+        reading: Reading = same_link,
     ) -> None:
         self.send = send
         self._servers = servers
@@ -58,10 +59,12 @@ class ServerFeatures:
         self._running = running
         """An upstream's wire if it runs for this session now, never starting one (``shared = false``
         instances start on a tool call, not on a listing)."""
+        self._reading = reading
+        """Where a ``prompts/get`` or ``resources/read`` goes (a 2026-07-28 session: the twin)."""
         self._prompts = prompts
         self._subscriptions = subscriptions
         self._log_relay = log_relay
-        self._resources = ResourceView(servers, running, subscriptions) if subscriptions else None
+        self._resources = ResourceView(servers, running, subscriptions, reading) if subscriptions else None
         self.log_level: str | None = None
         """The level the agent set with ``logging/setLevel`` (None: it gets no log messages)."""
         self.client_capabilities: dict[str, Any] = {}
@@ -111,7 +114,14 @@ class ServerFeatures:
             assert self._prompts is not None
             library = self._prompts()
             work = prompt_proxy.answer(
-                request_id, method, params, library, self._servers(), self._running, self._prompt_allowed
+                request_id,
+                method,
+                params,
+                library,
+                self._servers(),
+                self._running,
+                self._prompt_allowed,
+                self._reading,
             )
             self._answer_later(request_id, method, work)
         else:

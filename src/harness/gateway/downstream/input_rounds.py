@@ -22,6 +22,7 @@ from harness.gateway.downstream.features import MISSING_CAPABILITY
 from harness.gateway.upstream import modern
 from harness.gateway.upstream.link import UpstreamLink
 from harness.gateway.wire import jsonrpc
+from harness.gateway.wire.revisions import CLIENT_CAPABILITIES_KEY
 
 MAX_ROUNDS: Final = 10
 """Input rounds one call may take (as the SDKs' clients cap them): an upstream asking forever ends."""
@@ -127,6 +128,7 @@ class InputRounds:
             timer.cancel()
         call.upstream_id = link.new_call_id()
         params: dict[str, Any] = {"name": call.route.tool, "arguments": call.arguments, "_meta": {}}
+        declare(self._session, link, params)
         if responses is not None:
             params["inputResponses"] = responses
         if state is not None:
@@ -167,6 +169,15 @@ class InputRounds:
         for call in list(self.asking.values()):
             call.cancelled()
         self.asking.clear()
+
+
+def declare(session: Session, link: UpstreamLink, params: dict[str, Any]) -> None:
+    """A 2026-07-28 agent's call to an upstream spoken to in 2026-07-28 declares the capabilities
+    the agent's client declared (of them, what the gateway relays: ``ModernUpstream.stamp``), so the
+    upstream asks only what the agent can answer, as it would directly."""
+    if session.modern is not None and link.modern is not None:
+        declared = session.features.client_capabilities
+        params["_meta"] = {**(params.get("_meta") or {}), CLIENT_CAPABILITIES_KEY: declared}
 
 
 def _refuse(call: CallInflight, code: int, message: str) -> None:

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from harness.gateway.downstream.resource_proxy import Reading, same_link
 from harness.gateway.library.prompts import PROMPT_PREFIX, PromptError, PromptLibrary
 from harness.gateway.upstream.link import UpstreamLink, list_all
 from harness.gateway.wire import jsonrpc
@@ -81,9 +82,10 @@ async def answer(
     servers: Sequence[str],
     links: Callable[[str], UpstreamLink | None],
     allowed: Callable[[str], bool] = lambda _name: True,
+    reading: Reading = same_link,
 ) -> bytes:
     """The answer line to one ``prompts/*`` or ``completion/complete`` request (a prompt whose
-    exposed name ``allowed`` refuses is answered as unknown)."""
+    exposed name ``allowed`` refuses is answered as unknown; a get goes where ``reading`` says)."""
     params = params if isinstance(params, dict) else {}
     if method == "prompts/list":
         return jsonrpc.result(request_id, await list_prompts(library, servers, links, allowed))
@@ -110,6 +112,7 @@ async def answer(
     link, own_name = found
     if method == "prompts/get":
         forward["name"] = own_name
+        link = await reading(name.partition("__")[0], link)
     else:
         forward["ref"] = {**params["ref"], "name": own_name}
     try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from harness.gateway.upstream.link import UpstreamLink, list_all
@@ -26,6 +26,15 @@ LIST_TIMEOUT_S = 10.0
 RESOURCE_NOT_FOUND = -32002
 
 Links = Callable[[str], UpstreamLink | None]
+Reading = Callable[[str, UpstreamLink], Awaitable[UpstreamLink]]
+"""Where a session's ``prompts/get`` or ``resources/read`` of an upstream (its name, the wire its
+listing came from) goes: that wire, or for a 2026-07-28 session the upstream's twin
+(``UpstreamDirectory.reading``)."""
+
+
+async def same_link(_server: str, link: UpstreamLink) -> UpstreamLink:
+    """A handshake session's gets and reads go where its listings go."""
+    return link
 
 
 class Subscriber(Protocol):
@@ -86,10 +95,15 @@ class ResourceView:
     """One session's resources: the URIs it listed, by the upstream that serves them."""
 
     def __init__(
-        self, servers: Callable[[], Sequence[str]], links: Links, subscriptions: Subscriptions
+        self,
+        servers: Callable[[], Sequence[str]],
+        links: Links,
+        subscriptions: Subscriptions,
+        reading: Reading = same_link,
     ) -> None:
         self._servers = servers
         self._links = links
+        self._reading = reading
         self._subscriptions = subscriptions
         self.listed: dict[str, str] = {}
 
@@ -128,7 +142,8 @@ class ResourceView:
             "error": {"code": RESOURCE_NOT_FOUND, "message": f"no exposed upstream has {uri}"}
         }
         for server in order:
-            reply = await serving[server].ask("resources/read", params, serving[server].config.timeout)
+            link = await self._reading(server, serving[server])
+            reply = await link.ask("resources/read", params, link.config.timeout)
             if "error" not in reply:
                 self.listed[uri] = server
                 return reply

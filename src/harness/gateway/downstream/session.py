@@ -26,7 +26,7 @@ from harness.gateway.downstream.features import ServerFeatures
 from harness.gateway.downstream.log_relay import LogRelay
 from harness.gateway.downstream.modern_era import ModernWire
 from harness.gateway.downstream.own_calls import OwnCalls, OwnTools, Searcher
-from harness.gateway.downstream.resource_proxy import Subscriptions
+from harness.gateway.downstream.resource_proxy import Reading, Subscriptions, same_link
 from harness.gateway.downstream.tool_calls import ToolCalls
 from harness.gateway.downstream.tool_pages import ToolPages, paged
 from harness.gateway.evidence.recording import CallRecorder
@@ -75,6 +75,7 @@ class DownstreamSession:
         subscriptions: Subscriptions | None = None,
         log_relay: LogRelay | None = None,
         modern: bool = False,
+        reading: Reading = same_link,
     ) -> None:
         self.session_id = os.urandom(8).hex()
         self.token = token
@@ -105,6 +106,7 @@ class DownstreamSession:
             prompts=(lambda: own.prompts) if own is not None else None,
             subscriptions=subscriptions,
             log_relay=log_relay,
+            reading=reading,
         )
         self.tool_calls = ToolCalls(self, OwnCalls(self, emit, search, own), links=links, known=known)
         self.calls = self.tool_calls.inflight

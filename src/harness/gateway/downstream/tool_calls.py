@@ -19,7 +19,7 @@ from harness.gateway.calls.inflight import CallInflight
 from harness.gateway.downstream import modern_era
 from harness.gateway.downstream.call_records import Session, ToolCall
 from harness.gateway.downstream.features import MISSING_CAPABILITY
-from harness.gateway.downstream.input_rounds import Continuation, InputRounds
+from harness.gateway.downstream.input_rounds import Continuation, InputRounds, declare
 from harness.gateway.downstream.modern_era import ModernWire, Suspended
 from harness.gateway.downstream.own_calls import OwnCalls
 from harness.gateway.upstream.link import UpstreamLink
@@ -146,6 +146,7 @@ class ToolCalls:
             via=call.via,
         )
         self.inflight[call.request_id] = (link, inflight)
+        declare(session, link, call.params)
         link.submit(inflight, call.message, call.params)
 
     def _not_admitted(self, call: ToolCall, route: Route, link: UpstreamLink | None) -> None:

@@ -1,6 +1,7 @@
 """The upstream directory: every running upstream instance of the daemon, by key (shared) or by
-(key, harness) (``shared = false``), how a harness reaches one, and how a new configuration's
-upstreams replace the old ones (added start, removed stop, changed restart)."""
+(key, harness) (``shared = false``), and beside each its 2026-07-28 twin if a session of that era
+reached it (``era_twins.py``); how a session reaches one, and how a new configuration's upstreams
+replace the old ones (added start, removed stop, changed restart)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from harness.config import Config, UpstreamConfig
 from harness.events import Event, HarnessExited, ToolCatalogFetched
 from harness.gateway.processes import BoundedLog
 from harness.gateway.upstream.admission import BreakerGate
+from harness.gateway.upstream.era_twins import EraTwins, twin_name
 from harness.gateway.upstream.link import UpstreamLink
 from harness.gateway.upstream.supervised import StopsUnderWay, SupervisedUpstream, wait_first_attempts
 from harness.gateway.upstream.transports import connector
@@ -66,15 +68,18 @@ class UpstreamDirectory:
         """Told a ``shared = false`` upstream's kept catalogue (set once the policy actor runs)."""
         self.shared: dict[str, SupervisedUpstream] = {}
         self.unshared = UnsharedUpstreams(self._instance, self.stop_instance, self._harness_workdir)
+        self.twins = EraTwins(self._twin_of, self.stop_instance)
         self._breakers: dict[SupervisedUpstream, pykka.ActorRef[Any]] = {}
+        self._placed: dict[SupervisedUpstream, tuple[Path, str]] = {}
+        """Each instance's working directory and log label (its twin's are made from them)."""
         self._retiring = StopsUnderWay()
         """The stops of the upstreams a reload took out."""
 
     # ---------------------------------------------------------------- reaching one
 
-    def running_link(self, name: str, harness: str | None) -> UpstreamLink | None:
-        """The wire of an upstream instance that runs for ``harness`` now (never starts one);
-        ``name``: a NAME (its project's upstream of that NAME) or a key."""
+    def _running(self, name: str, harness: str | None) -> SupervisedUpstream | None:
+        """The upstream instance that runs for ``harness`` now (never starts one); ``name``: a NAME
+        (its project's upstream of that NAME) or a key."""
         config = self._config()
         table = config.upstream_for(name, config.project_of(harness))
         if table is None:
@@ -82,20 +87,35 @@ class UpstreamDirectory:
         upstream = self.shared.get(table.key)
         if upstream is None and harness is not None:
             upstream = self.unshared.instances.get((table.key, harness))
+        return upstream
+
+    def running_link(self, name: str, harness: str | None) -> UpstreamLink | None:
+        """The wire of the (handshake) upstream instance that runs for ``harness`` now (never starts
+        one): listings, subscriptions, logging and completion of either era go to it."""
+        upstream = self._running(name, harness)
         return upstream.link if upstream is not None else None
 
-    def link(self, name: str, harness: str | None = None) -> UpstreamLink | None:
-        """The wire of an upstream by NAME or key, as ``harness`` reaches it (a global upstream, or
-        one of its project's, never another project's): the shared instance, or for a
-        ``shared = false`` one the harness's own instance (started now if it has none)."""
+    def link(self, name: str, harness: str | None = None, modern: bool = False) -> UpstreamLink | None:
+        """The wire a call of ``harness`` goes to, by NAME or key (a global upstream, or one of its
+        project's, never another project's): the shared instance, or for a ``shared = false`` one the
+        harness's own (started now if it has none); for a 2026-07-28 session (``modern``), that
+        instance's twin (:meth:`EraTwins.link`)."""
         config = self._config()
         table = config.upstream_for(name, config.project_of(harness))
         if table is None:
             return None
         upstream = self.shared.get(table.key)
-        if upstream is not None:
-            return upstream.link
-        return None if table.shared else self.unshared.link(table, harness)
+        if upstream is None and not table.shared and self.unshared.link(table, harness) is not None:
+            upstream = self.unshared.instances.get((table.key, harness or ""))
+        if upstream is None:
+            return None
+        return self.twins.link(upstream) if modern else upstream.link
+
+    async def reading(self, name: str, harness: str | None, link: UpstreamLink) -> UpstreamLink:
+        """Where a 2026-07-28 session's ``prompts/get`` or ``resources/read`` of an upstream whose
+        handshake instance is ``link`` goes: the twin, once it has started (else ``link``)."""
+        upstream = self._running(name, harness)
+        return await self.twins.settled(upstream) if upstream is not None and upstream.link is link else link
 
     def reach(self, harness: str | None) -> frozenset[str]:
         """The keys of every upstream ``harness`` could reach: the global ones and its project's."""
@@ -138,8 +158,9 @@ class UpstreamDirectory:
     async def stop_instance(
         self, upstream: SupervisedUpstream, reason: StopReason = "daemon stopping"
     ) -> None:
-        """Stop its process, then its breaker."""
-        await upstream.stop(reason)
+        """Stop its process (and its twin's), then its breaker."""
+        self._placed.pop(upstream, None)
+        await asyncio.gather(upstream.stop(reason), self.twins.forget(upstream, reason))
         if (breaker := self._breakers.pop(upstream, None)) is not None and breaker.is_alive():
             await asyncio.to_thread(breaker.stop, timeout=5)
 
@@ -151,6 +172,7 @@ class UpstreamDirectory:
             self._retiring.wait(),
             return_exceptions=True,
         )
+        await self.twins.stop_all()
 
     # ---------------------------------------------------------------- instances
 
@@ -173,13 +195,16 @@ class UpstreamDirectory:
         self.shared[config.key] = upstream
         return upstream
 
-    def _instance(self, config: UpstreamConfig, cwd: Path, label: str) -> SupervisedUpstream:
-        """One running instance of an upstream table: its breaker, wire and supervision; its stderr
-        goes to ``upstreams/<label>.log``."""
+    def _instance(
+        self, config: UpstreamConfig, cwd: Path, label: str, twin_of: SupervisedUpstream | None = None
+    ) -> SupervisedUpstream:
+        """One running instance of an upstream table (or the 2026-07-28 twin of one): its breaker,
+        wire and supervision; its stderr goes to ``upstreams/<label>.log``."""
         breaker_state = Published(CLOSED)
         status: Published[UpstreamStatus] = Published("starting")
+        name = label if twin_of is not None else config.key
         breaker = BreakerActor.start(
-            config.key, config.breaker_failures, config.breaker_cooldown, breaker_state, self._emit
+            name, config.breaker_failures, config.breaker_cooldown, breaker_state, self._emit
         )
         gate = BreakerGate(breaker, breaker_state, config.breaker_cooldown, time.monotonic)
         link = UpstreamLink(config, gate=gate, status=status)
@@ -194,9 +219,18 @@ class UpstreamDirectory:
             publish=self._emit,
             log_file=log_file,
             tools_announced=lambda: self.hooks.tools_announced(link),
+            name=name,
+            era_twin=twin_of is not None,
+            starting=lambda: self.twins.restarted(upstream),
         )
         self._breakers[upstream] = breaker
+        self._placed[upstream] = (cwd, label)
         return upstream
+
+    def _twin_of(self, base: SupervisedUpstream) -> SupervisedUpstream:
+        """A 2026-07-28 twin of ``base``, in its working directory (not started)."""
+        cwd, label = self._placed[base]
+        return self._instance(base.config, cwd, twin_name(label), twin_of=base)
 
     async def _catalogue_unshared(self, config: UpstreamConfig) -> None:
         """Give the policy actor a ``shared = false`` upstream's catalogue before any instance runs:

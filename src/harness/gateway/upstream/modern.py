@@ -48,17 +48,24 @@ class ModernUpstream:
     version: str
 
     def stamp(self, params: dict[str, Any]) -> dict[str, Any]:
-        """``params`` with the envelope added to its ``_meta`` (changed in place, and returned)."""
-        params["_meta"] = {**(params.get("_meta") or {}), **envelope(self.version)}
+        """``params`` with the envelope added to its ``_meta`` (changed in place, and returned); a
+        2026-07-28 agent's request keeps the capabilities its client declared that the gateway
+        relays, so the upstream asks it only what it can answer."""
+        meta = params.get("_meta") or {}
+        params["_meta"] = {**meta, **envelope(self.version, meta.get(CLIENT_CAPABILITIES_KEY))}
         return params
 
 
-def envelope(version: str = MODERN_VERSIONS[-1]) -> dict[str, Any]:
-    """The ``_meta`` keys that make a request one of ``version`` (the newest the gateway speaks)."""
+def envelope(version: str = MODERN_VERSIONS[-1], declared: Any = None) -> dict[str, Any]:
+    """The ``_meta`` keys that make a request one of ``version`` (the newest the gateway speaks),
+    declaring what the gateway relays (of it, what an agent ``declared``, if it declared any)."""
+    capabilities = GATEWAY_CAPABILITIES
+    if isinstance(declared, dict):
+        capabilities = {k: v for k, v in declared.items() if k in GATEWAY_CAPABILITIES}
     return {
         PROTOCOL_VERSION_KEY: version,
         CLIENT_INFO_KEY: GATEWAY_INFO,
-        CLIENT_CAPABILITIES_KEY: GATEWAY_CAPABILITIES,
+        CLIENT_CAPABILITIES_KEY: capabilities,
     }
 
 
@@ -99,11 +106,16 @@ def listen_filter(capabilities: dict[str, Any]) -> dict[str, bool]:
 
 
 def input_required(message: dict[str, Any]) -> dict[str, Any] | None:
-    """The result of an answer that asks for input (``resultType: "input_required"``), else None."""
+    """The result of an answer that asks for input (``resultType: "input_required"``), else None; a
+    complete one loses its ``resultType: "complete"``, as the handshake era has it (a 2026-07-28
+    session's wire splices it back into the line, which it would otherwise parse again)."""
     result = message.get("result")
-    if isinstance(result, dict) and result.get("resultType") == "input_required":
-        return result
-    return None
+    if not isinstance(result, dict):
+        return None
+    kind = result.get("resultType")
+    if kind == "complete":
+        del result["resultType"]
+    return result if kind == "input_required" else None
 
 
 def unrelayable(result: dict[str, Any]) -> tuple[int, str] | None:

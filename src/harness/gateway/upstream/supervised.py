@@ -52,12 +52,21 @@ class SupervisedUpstream:
         log_file: BoundedLog,
         tools_announced: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
+        name: str = "",
+        era_twin: bool = False,
+        starting: Callable[[], None] = lambda: None,
     ) -> None:
         self.link = link
         self._tools_announced = tools_announced
         self.config = link.config
-        self.name = link.config.key
-        """The upstream's key, as its events name it (``NAME@<project id>`` for a project's)."""
+        self.name = name or link.config.key
+        """As its events name it: the upstream's key (``NAME@<project id>`` for a project's), or
+        for an era twin, the key and its revision (``era_twins.py``)."""
+        self.era_twin = era_twin
+        """A 2026-07-28 instance beside a handshake one (``era_twins.py``): opened with
+        ``server/discover``, its catalogue read but not published (the handshake instance's is the
+        upstream's)."""
+        self._starting = starting
         self._status = status
         self.supervisor = Supervisor(
             restart=self._restart_due,
@@ -97,6 +106,7 @@ class SupervisedUpstream:
 
     async def start(self) -> None:
         """Connect, run the handshake and fetch the catalogue; a failure counts as an exit."""
+        self._starting()
         transport = self._connect(self.link.receive, lambda code, why: self._closed(code, why, transport))
         self._transport = transport
         self._ended = asyncio.Event()
@@ -122,9 +132,14 @@ class SupervisedUpstream:
             self.first_attempt.set()
 
     async def _handshake(self) -> None:
-        """``initialize``, or for an upstream that refuses it, ``server/discover`` (2026-07-28)."""
-        self._asking = "initialize"
+        """``initialize``, or for an upstream that refuses it (and an era twin), ``server/discover``
+        (2026-07-28)."""
         self.link.modern = None
+        if self.era_twin:
+            await self._discover(None)
+            await self.refresh_tools()  # the twin's own tools (the headers a call repeats over HTTP)
+            return
+        self._asking = "initialize"
         reply = await self.link.ask(
             "initialize",
             {
@@ -149,9 +164,9 @@ class SupervisedUpstream:
             self.link.send_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
         await self.refresh_tools(reply)
 
-    async def _discover(self, refused: dict[str, Any]) -> None:
-        """The upstream refused ``initialize``: speak 2026-07-28 if its ``server/discover`` lists it,
-        else fail with the handshake's error."""
+    async def _discover(self, refused: dict[str, Any] | None) -> None:
+        """Speak 2026-07-28 if the upstream's ``server/discover`` lists it, else fail (with the error
+        of the ``initialize`` it ``refused``, if it did)."""
         self._asking = "server/discover"
         params = {"_meta": modern.envelope()}
         try:
@@ -159,7 +174,8 @@ class SupervisedUpstream:
         except RuntimeError as exc:
             found = str(exc)
         if isinstance(found, str):
-            raise RuntimeError(f"initialize failed: {refused['error']} ({found})")  # noqa: TRY004
+            why = found if refused is None else f"initialize failed: {refused['error']} ({found})"
+            raise RuntimeError(why)  # noqa: TRY004
         self.link.modern = found.era
         self.protocol_version = found.era.version
         self.server_info = found.server_info
@@ -187,7 +203,7 @@ class SupervisedUpstream:
         tools = checked.tools
         changed = tools != self.tools or init is not None
         self.tools = tools
-        if changed:
+        if changed and not self.era_twin:
             info = self.server_info  # a refresh after list_changed has no handshake of its own
             self._publish(
                 ToolCatalogFetched(
