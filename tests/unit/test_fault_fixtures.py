@@ -134,7 +134,16 @@ def test_the_faulty_upstream_answers_the_handshake_the_listing_and_every_tool():
         }
         assert up.request("ping")["result"] == {}
         tools = up.request("tools/list")["result"]["tools"]
-        assert [t["name"] for t in tools] == ["echo", "sleep", "hang", "whoami", "env", "count", "grow", "announce"]
+        assert [t["name"] for t in tools] == [
+            "echo",
+            "sleep",
+            "hang",
+            "whoami",
+            "env",
+            "count",
+            "grow",
+            "announce",
+        ]
         assert all(t["annotations"] == {"readOnlyHint": True} for t in tools)
         assert up.call("echo", {"text": "héllo"})["result"] == {
             "content": [{"type": "text", "text": "héllo"}],
