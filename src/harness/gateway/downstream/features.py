@@ -52,8 +52,7 @@ class ServerFeatures:
         prompt_allowed: Callable[[str], bool] = lambda _name: True,
         reading: Reading = same_link,
     ) -> None:
-        self.send = send
-        self._servers = servers
+        self.send, self._servers = send, servers
         self._prompt_allowed = prompt_allowed
         """Whether the policy lets an upstream's prompt, by its exposed name, through."""
         self._running = running

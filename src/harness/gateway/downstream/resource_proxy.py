@@ -101,9 +101,7 @@ class ResourceView:
         subscriptions: Subscriptions,
         reading: Reading = same_link,
     ) -> None:
-        self._servers = servers
-        self._links = links
-        self._reading = reading
+        self._servers, self._links, self._reading = servers, links, reading
         self._subscriptions = subscriptions
         self.listed: dict[str, str] = {}
 
