@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import psutil
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from harness.gateway.upstream.supervised import FIRST_ANSWER_WAIT_S
-from support import FAULTY_UPSTREAM, PY, bridge_params, idle_harnesses, wait_until
+from support import FAULTY_UPSTREAM, PY, bridge_params, idle_harnesses, running, wait_until
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
@@ -82,3 +84,35 @@ def test_a_garbled_tools_list_answer_is_reported_as_such_not_as_a_timeout(start_
         lambda: next((ln for ln in log_file.read_text().splitlines() if ln.startswith(expected)), None), 60
     )
     assert why in line and "no answer" not in line
+
+
+def test_a_call_held_for_an_upstreams_first_start_is_refused_when_its_timeout_passes(start_daemon, tmp_path):
+    """A `shared = false` upstream whose catalogue the store kept is listed at once, and its
+    instance starts on the harness's first call, which waits for that start. When the start outlasts
+    the upstream's `timeout`, the held call is refused naming the upstream's state once the timeout
+    passes, and the daemon does not spin meanwhile."""
+    unshared = 'shared = false\ntimeout = "2s"\n\n'
+    with running(tmp_path, config(upstream("slow") + unshared, servers=["slow"])) as first:
+        wait_until(lambda: "slow__echo" in first.harness_cli("tools", check=False).stdout, 30)
+    slow = upstream("slow", "--slow-start", "600") + unshared
+    daemon = start_daemon(config(slow, servers=["slow"]))
+    env = daemon.harness_envs()["agent"]
+    proc = psutil.Process(daemon.proc.pid)
+    seen: dict[str, Any] = {}
+
+    async def scenario() -> None:
+        async with Client(bridge_params(env), mode="legacy", cache=None) as client:
+            cpu, started = sum(proc.cpu_times()[:2]), time.monotonic()
+            with anyio.fail_after(20), pytest.raises(MCPError) as refused:
+                await client.call_tool("slow__echo", {"text": "waits"})
+            seen.update(
+                error=refused.value.error,
+                took=time.monotonic() - started,
+                cpu=sum(proc.cpu_times()[:2]) - cpu,
+            )
+
+    anyio.run(scenario)
+    assert seen["error"].code == -32010, seen
+    assert "is starting" in seen["error"].message, seen
+    assert 1.5 < seen["took"] < 2 + MARGIN_S, seen
+    assert seen["cpu"] < 0.5 * seen["took"], f"the daemon spun while the call was held: {seen}"

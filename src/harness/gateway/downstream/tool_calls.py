@@ -161,15 +161,17 @@ class ToolCalls:
         )
 
     def _hold(self, link: UpstreamLink, call: ToolCall, route: Route) -> None:
-        """Forward a call once its upstream's first start is over (within the upstream's timeout,
-        counted from the call's arrival); a cancellation meanwhile ends it unanswered."""
+        """Forward a call once its upstream's first start is over, or refuse it naming the upstream's
+        state when that start outlasts the upstream's timeout (counted from the call's arrival); a
+        cancellation meanwhile ends it unanswered."""
 
         async def when_started() -> None:
             remaining = link.config.timeout - (time.perf_counter() - call.started)
             try:
                 await asyncio.wait_for(link.first_attempt.wait(), max(remaining, 0.0))
             except TimeoutError:
-                pass
+                self.records.refuse(call, "upstream_down", route, state=link.status)
+                return
             finally:
                 self._held.pop(call.request_id, None)
             self._forward(call)
