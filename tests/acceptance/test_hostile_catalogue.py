@@ -102,7 +102,8 @@ def test_a_tool_whose_name_shortens_onto_another_tools_name_leaves_both_reachabl
 
 
 def test_a_huge_catalogue_is_capped_and_an_sdk_client_pages_through_the_listing(start_daemon):
-    flags = ("--numbered-tools", str(MAX_TOOLS + 100), "--pad-schemas", "600")
+    listed_numbered = MAX_TOOLS + 100
+    flags = ("--numbered-tools", str(listed_numbered), "--pad-schemas", "600")
     daemon = setup(start_daemon, upstream("many", *flags), servers=["many"])
     env = daemon.harness_envs()["agent"]
     pages: list[list[Any]] = []
@@ -124,7 +125,10 @@ def test_a_huge_catalogue_is_capped_and_an_sdk_client_pages_through_the_listing(
     listed = [t.name for page in pages for t in page]
     upstream_tools = [n for n in listed if n.startswith("many__")]
     assert len(pages) >= 2 and len(upstream_tools) == MAX_TOOLS == len(set(upstream_tools))
-    assert "many__t1992" in upstream_tools and "many__t1993" not in upstream_tools
+    numbered = [n for n in upstream_tools if n.removeprefix("many__t").isdigit()]
+    last = len(numbered) - 1  # the fixture's own tools come first, then t0000, t0001, ...
+    assert numbered[-1] == f"many__t{last:04d}" and f"many__t{last + 1:04d}" not in upstream_tools
+    assert len(numbered) < MAX_TOOLS, "the cap cut the numbered tools, not the fixture's own"
     sizes = [
         len(json.dumps([t.model_dump(by_alias=True, exclude_none=True) for t in p], separators=(",", ":")))
         for p in pages
@@ -133,7 +137,8 @@ def test_a_huge_catalogue_is_capped_and_an_sdk_client_pages_through_the_listing(
     assert seen["called"] == "t1990"
     [fetched] = daemon.events("upstream.tool_catalog_fetched")
     assert fetched["tool_count"] == MAX_TOOLS
-    cap = f"dropped 107 tools listed past the cap of {MAX_TOOLS} per upstream"
+    listed_by_fixture = len(upstream_tools) - len(numbered) + listed_numbered  # its own + the numbered
+    cap = f"dropped {listed_by_fixture - MAX_TOOLS} tools listed past the cap of {MAX_TOOLS} per upstream"
     assert f"[harness] {cap}" in upstream_log(daemon, "many")
     doctor = json.loads(daemon.harness_cli("doctor", "--json", check=False).stdout)
     assert {"section": "daemon", "status": "note", "text": f"upstream many: {cap}"} in doctor["findings"]
