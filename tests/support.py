@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -318,6 +318,26 @@ def bridge_params(env: dict[str, str]) -> Any:
     from mcp import StdioServerParameters
 
     return StdioServerParameters(command=PY, args=["-m", "harness", "mcp"], env=env)
+
+
+@contextlib.asynccontextmanager
+async def clients_of_both_eras(
+    envs: dict[str, dict[str, str]], elicitation: Callable[[str], Any]
+) -> AsyncIterator[tuple[Any, Any]]:
+    """SDK clients over ``harness mcp``: harness ``new`` speaking 2026-07-28, harness ``legacy`` the
+    handshake era, each answering elicitations with ``elicitation(its name)``."""
+    from mcp import Client
+
+    async with (
+        Client(bridge_params(envs["new"]), cache=None, elicitation_callback=elicitation("new")) as new,
+        Client(
+            bridge_params(envs["legacy"]),
+            mode="legacy",
+            cache=None,
+            elicitation_callback=elicitation("legacy"),
+        ) as legacy,
+    ):
+        yield new, legacy
 
 
 NPM_BIN = TESTS / "npm" / "node_modules" / ".bin"

@@ -21,6 +21,7 @@ from support import (
     PY,
     await_until,
     bridge_params,
+    clients_of_both_eras,
     everything_upstream,
     idle_harnesses,
     needs_everything,
@@ -30,6 +31,22 @@ from support import (
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 MODERN_UPSTREAM = FIXTURES / "modern_upstream.py"
+STDIO = f'argv = ["{PY}", "{MODERN_UPSTREAM}"]'
+"""The fixture over stdio, as an upstream table's command."""
+
+
+def modern_config(where: str, harnesses: list[str], extra: str = "") -> str:
+    """One ``modern`` upstream (``where``: its argv or url line, plus ``extra`` keys) under policy
+    ``p``, with an idle harness of that policy per name."""
+    return (
+        f'[mcp.modern]\n{where}\nread_tools = ["*"]\n{extra}\n'
+        '[mcp_policy.p]\nservers = ["modern"]\n\n' + idle_harnesses(dict.fromkeys(harnesses, "p"))
+    )
+
+
+def where_for(request: pytest.FixtureRequest, transport: str) -> str:
+    """The upstream table's command line for ``transport``: the HTTP fixture's url, or stdio."""
+    return f'url = "{request.getfixturevalue("modern_http")}"' if transport == "http" else STDIO
 
 
 @pytest.fixture
@@ -51,14 +68,8 @@ def modern_http(tmp_path):
 def test_a_2026_only_upstream_serves_a_2026_client_and_a_handshake_client_at_once_input_rounds_included(
     start_daemon, request, transport, shared
 ):
-    where = (
-        f'url = "{request.getfixturevalue("modern_http")}"'
-        if transport == "http"
-        else (f'argv = ["{PY}", "{MODERN_UPSTREAM}"]')
-    )
-    config = (
-        f'[mcp.modern]\n{where}\nshared = {str(shared).lower()}\nread_tools = ["*"]\n\n'
-        '[mcp_policy.p]\nservers = ["modern"]\n\n' + idle_harnesses({"new": "p", "legacy": "p"})
+    config = modern_config(
+        where_for(request, transport), ["new", "legacy"], f"shared = {str(shared).lower()}\n"
     )
     daemon = start_daemon(config)
     envs = daemon.harness_envs()
@@ -85,15 +96,7 @@ def test_a_2026_only_upstream_serves_a_2026_client_and_a_handshake_client_at_onc
             seen[f"{who} sample"] = exc.error.message
 
     async def scenario() -> None:
-        async with (
-            Client(bridge_params(envs["new"]), cache=None, elicitation_callback=answer_as("new")) as new,
-            Client(
-                bridge_params(envs["legacy"]),
-                mode="legacy",
-                cache=None,
-                elicitation_callback=answer_as("legacy"),
-            ) as legacy,
-        ):
+        async with clients_of_both_eras(envs, answer_as) as (new, legacy):
             seen["versions"] = (new.session.protocol_version, legacy.session.protocol_version)
             async with anyio.create_task_group() as group:
                 group.start_soon(use, new, "new")
@@ -128,15 +131,7 @@ def test_a_2026_only_upstream_serves_a_2026_client_and_a_handshake_client_at_onc
 def test_a_2026_only_upstreams_tool_list_change_reaches_the_gateway_on_its_listen_stream(
     start_daemon, request, transport
 ):
-    where = (
-        f'url = "{request.getfixturevalue("modern_http")}"'
-        if transport == "http"
-        else f'argv = ["{PY}", "{MODERN_UPSTREAM}"]'
-    )
-    config = (
-        f'[mcp.modern]\n{where}\nread_tools = ["*"]\n\n'
-        '[mcp_policy.p]\nservers = ["modern"]\n\n' + idle_harnesses({"new": "p"})
-    )
+    config = modern_config(where_for(request, transport), ["new"])
     daemon = start_daemon(config)
     env = daemon.harness_envs()["new"]
 
@@ -156,10 +151,7 @@ def test_a_2026_only_upstreams_tool_list_change_reaches_the_gateway_on_its_liste
 def test_input_rounds_stop_at_ten_a_malformed_round_ends_its_call_and_a_2026_client_that_never_calls_again_times_out(
     start_daemon,
 ):
-    config = (
-        f'[mcp.modern]\nargv = ["{PY}", "{MODERN_UPSTREAM}"]\nread_tools = ["*"]\ntimeout = "2s"\n\n'
-        '[mcp_policy.p]\nservers = ["modern"]\n\n' + idle_harnesses({"new": "p", "legacy": "p"})
-    )
+    config = modern_config(STDIO, ["new", "legacy"], 'timeout = "2s"\n')
     daemon = start_daemon(config)
     envs = daemon.harness_envs()
     asked: list[str] = []
@@ -209,10 +201,7 @@ def test_input_rounds_stop_at_ten_a_malformed_round_ends_its_call_and_a_2026_cli
 
 
 def test_a_cancelled_call_to_a_2026_only_http_upstream_closes_its_post(start_daemon, modern_http, tmp_path):
-    config = (
-        f'[mcp.modern]\nurl = "{modern_http}"\nread_tools = ["*"]\n\n'
-        '[mcp_policy.p]\nservers = ["modern"]\n\n' + idle_harnesses({"legacy": "p"})
-    )
+    config = modern_config(f'url = "{modern_http}"', ["legacy"])
     daemon = start_daemon(config)
     env = daemon.harness_envs()["legacy"]
 
@@ -232,10 +221,7 @@ def test_a_cancelled_call_to_a_2026_only_http_upstream_closes_its_post(start_dae
 
 
 def test_a_handshake_client_that_cancels_while_asked_for_input_ends_the_call_cancelled(start_daemon):
-    config = (
-        f'[mcp.modern]\nargv = ["{PY}", "{MODERN_UPSTREAM}"]\nread_tools = ["*"]\n\n'
-        '[mcp_policy.p]\nservers = ["modern"]\n\n' + idle_harnesses({"legacy": "p"})
-    )
+    config = modern_config(STDIO, ["legacy"])
     daemon = start_daemon(config)
     env = daemon.harness_envs()["legacy"]
     asked, release = anyio.Event(), anyio.Event()
@@ -272,7 +258,7 @@ def test_a_2026_clients_retries_reach_the_right_place_when_the_gateways_own_rela
     start_daemon,
 ):
     config = (
-        f'[mcp.modern]\nargv = ["{PY}", "{MODERN_UPSTREAM}"]\nread_tools = ["*"]\n\n'
+        f'[mcp.modern]\n{STDIO}\nread_tools = ["*"]\n\n'
         + everything_upstream()
         + '[mcp_policy.p]\nservers = ["modern", "everything"]\n\n'
         + idle_harnesses({"new": "p"})

@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from support import (
     FAULTY_UPSTREAM,
     PY,
-    bridge_params,
+    clients_of_both_eras,
     everything_upstream,
     free_port,
     idle_harnesses,
@@ -52,15 +52,7 @@ def test_a_2026_client_and_a_2025_client_share_a_2024_upstream_and_an_eliciting_
             assert result.content[0].text == f"{who}-{i}"
 
     async def scenario() -> None:
-        async with (
-            Client(bridge_params(envs["new"]), cache=None, elicitation_callback=answer_as("new")) as new,
-            Client(
-                bridge_params(envs["legacy"]),
-                mode="legacy",
-                cache=None,
-                elicitation_callback=answer_as("legacy"),
-            ) as legacy,
-        ):
+        async with clients_of_both_eras(envs, answer_as) as (new, legacy):
             seen["versions"] = (new.session.protocol_version, legacy.session.protocol_version)
             async with new.listen(tools_list_changed=True) as stream:
                 seen["honored"] = stream.honored
