@@ -21,7 +21,9 @@ fleet's CPU per call and, for the gateway, the daemon's; per-call p50/p99 under 
 out when its direct fleet would not fit in memory (projected from the last one measured).
 
 Run: ``python bench/fleet.py`` (12, 24 and 48 agents; 60 s idle and 60 s load windows);
-smoke: ``python bench/fleet.py --agents 2 --idle-s 3 --load-s 3``.
+one size added to an earlier run's table and plot: ``python bench/fleet.py --agents 48 --with
+earlier.json --json-out all.json --plot fleet.png``; smoke: ``python bench/fleet.py --agents 2 --idle-s
+3 --load-s 3``.
 """
 
 from __future__ import annotations
@@ -300,6 +302,11 @@ def stop(launched: list[subprocess.Popen[bytes]]) -> None:
             p.wait()
 
 
+HEADROOM = 1.25
+"""The direct fleet's PSS (the memory it really takes: shared pages counted once) times this must be
+available before a larger fleet starts: a quarter more for what grows under load and the page cache."""
+
+
 def available_mb() -> float:
     for line in Path("/proc/meminfo").read_text().splitlines():
         if line.startswith("MemAvailable:"):
@@ -320,6 +327,7 @@ COLUMNS = (
 def table_lines(fleets: list[Fleet]) -> list[str]:
     head = f"{'agents':>6} {'way':<8} " + " ".join(f"{label:>11}" for _, label, _ in COLUMNS)
     lines = [head]
+    fleets = sorted(fleets, key=lambda f: (f.agents, f.way))
     for f in fleets:
         row = asdict(f)
         lines.append(
@@ -385,6 +393,9 @@ def main() -> int:
         "--everything-py", type=Path, default=EVERYTHING_PY, help="the python-sdk fixture (%(default)s)"
     )
     ap.add_argument("--json-out", type=Path)
+    ap.add_argument(
+        "--with", dest="earlier", type=Path, help="a --json-out of an earlier run, shown beside this one's"
+    )
     ap.add_argument("--plot", type=Path, help="a PNG of PSS, processes and start-up against fleet size")
     a = ap.parse_args()
     missing = [p for p in (NPM / "server-filesystem", a.everything_py / "stdio.py") if not p.exists()]
@@ -392,10 +403,10 @@ def main() -> int:
         ap.error(
             f"missing {missing}: npm install --prefix bench/npm; the python-sdk fixture in tests/fixtures"
         )
-    fleets: list[Fleet] = []
-    pss_per_direct_agent = 0.0
+    fleets = [Fleet(**f) for f in json.loads(a.earlier.read_text())] if a.earlier else []
+    pss_per_direct_agent = max((f.pss_mb / f.agents for f in fleets if f.way == "direct"), default=0.0)
     for i, n in enumerate(int(x) for x in a.agents.split(",")):
-        need = pss_per_direct_agent * n * 1.5
+        need = pss_per_direct_agent * n * HEADROOM
         if need > available_mb():
             print(
                 f"# {n} agents left out: the direct fleet would need ~{need:,.0f} MB,"
