@@ -8,30 +8,25 @@ import http.client
 import json
 import os
 import socket
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from harness.cli.common import CliError, Globals, control_request
 from harness.cli.config_lines import key_line
-from harness.cli.executables import resolve, upstream_commands
-from harness.clients import CLIENTS
+from harness.cli.doctor_wiring import Status, wiring
+from harness.cli.executables import upstream_commands
 from harness.config import (
     Config,
     ConfigError,
-    HarnessConfig,
     UpstreamConfig,
     default_config_path,
     load_config,
-    parse_env_file,
 )
 from harness.config.approvals import read_approvals, unapproved_files, unapproved_hint
 from harness.config.model import loopback_address
-from harness.gateway.processes import minimal_env
 from harness.gateway.state_dir import MAX_SOCKET_PATH, StatePaths
 
-Status = Literal["ok", "note", "problem"]
 SECTIONS = ("configuration", "daemon", "shared upstreams", "harnesses", "endpoints", "store")
 
 
@@ -224,7 +219,7 @@ def _harnesses(report: Report, config: Config) -> None:
     if not config.harnesses:
         report.add("harnesses", "note", "no harnesses configured")
     for name, harness in config.harnesses.items():
-        for status, text in _wiring(config, harness):
+        for status, text in wiring(config, harness):
             report.add("harnesses", status, f"{name}: {text}")
 
 
@@ -245,62 +240,6 @@ def _libraries(report: Report, config: Config) -> None:
                 report.add("configuration", "problem", f"{kind}: left out: {problem}")
     finally:
         skills.close()
-
-
-def _wiring(config: Config, harness: HarnessConfig) -> Iterator[tuple[Status, str]]:
-    yield "ok", f"adapter {harness.harness}: {_adapter_wiring(harness)}"
-    command = CLIENTS[harness.harness].command
-    if command and harness.argv and Path(harness.argv[0]).name != command:
-        yield (
-            "note",
-            f"adapter {harness.harness} puts its flags right after argv[0] {harness.argv[0]!r}, "
-            f"which is not {command!r}: a wrapper must pass them on to {command}",
-        )
-    own: dict[str, str] = {}
-    if harness.env_file is not None:
-        try:
-            own = parse_env_file(harness.env_file)
-        except ConfigError as exc:
-            yield "problem", f"env_file: {exc}"
-        else:
-            yield "ok", f"env_file {harness.env_file} readable ({len(own)} variables)"
-    workdir = harness.workdir or config.files[0].parent
-    if workdir.is_dir():
-        yield "ok", f"workdir {workdir}" + ("" if harness.workdir else " (the configuration's folder)")
-    else:
-        yield "problem", f"workdir {workdir} is not a folder"
-    if not harness.argv:
-        yield "note", "no argv: never spawned (autostart = false)"
-        return
-    found = _resolve(harness.argv[0], workdir, own)
-    if found is None:
-        yield "problem", f"argv[0] {harness.argv[0]!r} is not an executable on the PATH it gets"
-    else:
-        yield "ok", f"argv[0] {harness.argv[0]} -> {found}"
-
-
-def _adapter_wiring(harness: HarnessConfig) -> str:
-    from harness.gateway.harnesses.adapters import CLAUDE_CONFIG, CRUSH_DATA_DIR
-
-    exclusive = harness.mcp_exclusive
-    return {
-        "generic": "no client config written; the agent launches `harness mcp` itself "
-        "(HARNESS_MCP_TOKEN and HARNESS_SOCKET are in its environment)",
-        "claude-code": f"--mcp-config=clients/{harness.name}/{CLAUDE_CONFIG} in the state dir"
-        + (" and --strict-mcp-config (the gateway only)" if exclusive else " (additive)"),
-        "codex": "-c mcp_servers.harness.* overrides"
-        + (", the user's own servers disabled" if exclusive else " (additive)"),
-        "crush": f"--data-dir=clients/{harness.name}/{CRUSH_DATA_DIR} in the state dir"
-        + (", the user's own servers disabled" if exclusive else " (additive)"),
-    }[harness.harness]
-
-
-def _resolve(argv0: str, workdir: Path, own: dict[str, str]) -> str | None:
-    """Where the spawner's exec would find ``argv0``: on the PATH the harness gets, or, with a
-    slash, relative to its workdir."""
-    from harness.gateway.harnesses.spawner import harness_bin_dir
-
-    return resolve(argv0, workdir, minimal_env(own, path_first=harness_bin_dir()).get("PATH", ""))
 
 
 def _endpoints(report: Report, paths: StatePaths, config: Config | None, *, running: bool) -> None:
