@@ -418,6 +418,44 @@ def bar_lines(res: dict[str, list[dict[str, Any]]] | None) -> int:
     return 0 if ok1 and ok2 else 1
 
 
+def per_round(a: list[dict[str, Any]], b: list[dict[str, Any]], key: str) -> list[float]:
+    """a[key] / b[key] of each round both measured."""
+    pairs = ((get(x, key), get(y, key)) for x, y in zip(a, b, strict=False))
+    return [vx / vy for vx, vy in pairs if vx is not None and vy]
+
+
+def relay_cpu_ratios(res: dict[str, list[dict[str, Any]]]) -> list[float]:
+    """Per round: the daemon's CPU per call over the one-hop relay's own (relay1's tree less the
+    direct upstream's CPU per call in the same round)."""
+    out = []
+    for g, r1, d in zip(res["gateway"], res["relay1"], res["direct"], strict=False):
+        daemon = g.get("_gateway", {}).get("daemon_cpu_us_per_call")
+        tree, upstream = get(r1, "seq.cpu_us_per_call"), get(d, "seq.cpu_us_per_call")
+        if daemon is not None and tree is not None and upstream is not None and tree > upstream:
+            out.append(daemon / (tree - upstream))
+    return out
+
+
+def issue26_lines(client: str, res: dict[str, list[dict[str, Any]]]) -> None:
+    """Issue 26's per-call bars: each as the median of same-round ratios, and in how many rounds it
+    held (on this noisy machine a bar is read over 10 or more rounds, not from one)."""
+    if not all(res.get(path) for path in ("gateway", "relay1", "direct")):
+        return
+    g, r1, d = res["gateway"], res["relay1"], res["direct"]
+    for label, ratios, bar, below in (
+        ("daemon CPU per call / relay1's", relay_cpu_ratios(res), 1.5, True),
+        ("p99 gateway/relay1", per_round(g, r1, "seq.p99_ms"), 1.25, True),
+        ("p50 gateway/relay1", per_round(g, r1, "seq.p50_ms"), 1.0, True),
+        ("conc calls/s gateway/direct", per_round(g, d, "conc.calls_per_s"), 0.95, False),
+    ):
+        held = sum(1 for x in ratios if (x <= bar if below else x >= bar))
+        sign = "<=" if below else ">="
+        print(
+            f"BAR (issue 26) {client} {label} = {fmt(med(ratios))} ({sign} {bar:.2f}): "
+            f"held in {held} of {len(ratios)} rounds"
+        )
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -490,6 +528,8 @@ def main() -> int:
         print_client(client, results[client])
     print()
     rc = bar_lines(results.get("sdk"))
+    for client in clients:
+        issue26_lines(client, results[client])
     if a.json_out:
         a.json_out.write_text(
             json.dumps(
