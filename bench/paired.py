@@ -57,6 +57,10 @@ def overhead_figures(out: dict[str, Any]) -> dict[str, float]:
             f"{client} conc calls/s gateway/direct": gw["conc"]["calls_per_s"]
             / direct["conc"]["calls_per_s"],
             f"{client} daemon CPU us/call": gw["_gateway"]["daemon_cpu_us_per_call"],
+            f"{client} daemon CPU/relay1's": gw["_gateway"]["daemon_cpu_us_per_call"]
+            / (relay["seq"]["cpu_us_per_call"] - direct["seq"]["cpu_us_per_call"]),
+            f"{client} conc calls/s relay1/direct": relay["conc"]["calls_per_s"]
+            / direct["conc"]["calls_per_s"],
         }
     return figures
 
