@@ -17,15 +17,7 @@ import pykka
 from pydantic import BaseModel, ConfigDict
 
 from harness.actors.asking import AnswersAsks
-from harness.actors.intake import (
-    DEFAULT_CAPACITY,
-    FLUSH,
-    GROUP_EVENTS,
-    INTAKE_ENV,
-    EventIntake,
-    Flush,
-    intake_capacity,
-)
+from harness.actors.intake import DEFAULT_CAPACITY, GROUP_EVENTS, EventIntake, Flush
 from harness.actors.log_stall import LogHealth, store_error
 from harness.events import Envelope, Event
 from harness.projections import (
@@ -53,19 +45,16 @@ from harness.store.retention import CompactionResult
 
 log = logging.getLogger("harness.log_writer")
 
-__all__ = [
+__all__ = [  # the intake's names stay importable from here (tests, benchmarks run on older code)
     "DEFAULT_CAPACITY",
-    "FLUSH",
     "GROUP_EVENTS",
     "GROUP_WINDOW_S",
-    "INTAKE_ENV",
     "MAX_BATCH",
     "Compact",
     "EventIntake",
     "LogWriterActor",
     "WaitFlushed",
     "WriterStatistics",
-    "intake_capacity",
 ]
 
 MAX_BATCH = 4_096
