@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -57,6 +58,11 @@ def overhead_figures(out: dict[str, Any]) -> dict[str, float]:
             f"{client} conc calls/s gateway/direct": gw["conc"]["calls_per_s"]
             / direct["conc"]["calls_per_s"],
             f"{client} daemon CPU us/call": gw["_gateway"]["daemon_cpu_us_per_call"],
+            f"{client} daemon CPU/relay1's": gw["_gateway"]["daemon_cpu_us_per_call"] / relay_own
+            if (relay_own := relay["seq"]["cpu_us_per_call"] - direct["seq"]["cpu_us_per_call"]) > 0
+            else math.nan,  # psutil's 10 ms ticks: the relay's own share can read as nothing
+            f"{client} conc calls/s relay1/direct": relay["conc"]["calls_per_s"]
+            / direct["conc"]["calls_per_s"],
         }
     return figures
 
@@ -125,8 +131,8 @@ def main() -> int:
                 print(f"[{round_no + 1}/{a.rounds}] {code:<6} {shown}", file=sys.stderr, flush=True)
     print(f"# paired: {' '.join(script)}; ours = this checkout, before = {a.before}; {a.rounds} rounds")
     for name in runs["ours"][0]:
-        ours = [r[name] for r in runs["ours"]]
-        before = [r[name] for r in runs["before"]]
+        pairs = [(o[name], b[name]) for o, b in zip(runs["ours"], runs["before"], strict=True)]
+        ours, before = zip(*[(o, b) for o, b in pairs if not (math.isnan(o) or math.isnan(b))], strict=True)
         ratios = [o / b for o, b in zip(ours, before, strict=True)]
         each = ", ".join(f"{x:.2f}" for x in ratios)
         ours_m, before_m = statistics.median(ours), statistics.median(before)

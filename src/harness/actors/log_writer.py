@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import queue
 import threading
-from collections import deque
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,8 @@ import pykka
 from pydantic import BaseModel, ConfigDict
 
 from harness.actors.asking import AnswersAsks
-from harness.actors.log_stall import DropTally, LogHealth, store_error
+from harness.actors.intake import DEFAULT_CAPACITY, GROUP_EVENTS, EventIntake, Flush
+from harness.actors.log_stall import LogHealth, store_error
 from harness.events import Envelope, Event
 from harness.projections import (
     Projection,
@@ -40,17 +40,26 @@ from harness.store import (
     tune_for_writer,
 )
 from harness.store.checkpoints import BackgroundCheckpoints
+from harness.store.giving_way import giving_way
 from harness.store.retention import CompactionResult
 
 log = logging.getLogger("harness.log_writer")
 
-DEFAULT_CAPACITY = 65_536
-"""Events the intake holds before it drops (and counts) new ones."""
+__all__ = [  # the intake's names stay importable from here (tests, benchmarks run on older code)
+    "DEFAULT_CAPACITY",
+    "GROUP_EVENTS",
+    "GROUP_WINDOW_S",
+    "MAX_BATCH",
+    "Compact",
+    "EventIntake",
+    "LogWriterActor",
+    "WaitFlushed",
+    "WriterStatistics",
+]
 
 MAX_BATCH = 4_096
 """Events per transaction at most; a larger backlog commits in several groups."""
 
-GROUP_EVENTS = 256
 GROUP_WINDOW_S = 0.05
 """When woken with fewer than GROUP_EVENTS queued, the writer waits up to GROUP_WINDOW_S for more
 first (any message ends the wait: an ask, a stop, the intake reaching GROUP_EVENTS), so a steady
@@ -65,23 +74,6 @@ RETRY_FIRST_S = 0.1
 RETRY_MAX_S = 2.0
 """A group the store refused is retried after RETRY_FIRST_S, doubling up to RETRY_MAX_S (on top of
 the store's busy timeout, which a locked store waits out in each attempt)."""
-
-
-INTAKE_ENV = "HARNESS_LOG_INTAKE"
-"""Environment variable that sets the daemon's intake capacity (events), for tests of overflow."""
-
-
-def intake_capacity() -> int:
-    """The daemon's intake capacity: ``HARNESS_LOG_INTAKE`` if set to a positive integer, else the default."""
-    value = os.environ.get(INTAKE_ENV, "")
-    return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_CAPACITY
-
-
-class _Flush:
-    """Message: drain the intake into the store."""
-
-
-_FLUSH = _Flush()
 
 
 @dataclass(frozen=True)
@@ -106,65 +98,6 @@ class Compact:
     """
 
     older_than: float
-
-
-class EventIntake:
-    """The loop's side of the writer: a bounded queue that never blocks the caller.
-
-    ``emit`` appends and, when the writer is not already woken, tells it to flush. A full intake
-    drops the event and counts it (``dropped``, ``on_drop`` — the daemon's
-    ``harness_mcp_call_log_dropped_total`` — and ``gap``, which the writer records as a ``log.gap``
-    with its next group). Only a full intake drops an event.
-    """
-
-    def __init__(self, capacity: int = DEFAULT_CAPACITY, on_drop: Callable[[], object] | None = None) -> None:
-        self.capacity = capacity
-        self.dropped = 0
-        self.gap = DropTally()
-        self._on_drop = on_drop
-        self._queue: deque[Event] = deque()
-        self._woken = False
-        self._writer: pykka.ActorRef[Any] | None = None
-
-    def attach(self, writer: pykka.ActorRef[Any]) -> None:
-        """Connect the intake to its writer actor."""
-        self._writer = writer
-
-    def emit(self, event: Event) -> None:
-        """Hand one event to the writer; never blocks."""
-        if len(self._queue) >= self.capacity:
-            self._drop(event)
-            return
-        pending = self._queue
-        pending.append(event)
-        if self._writer is None:
-            return
-        if not self._woken:
-            self._woken = True
-            self._writer.tell(_FLUSH)
-        elif len(pending) == GROUP_EVENTS:  # a group is ready: end the writer's wait for one now
-            self._writer.tell(_FLUSH)
-
-    def lose(self, events: Sequence[Event]) -> None:
-        """Count events that will never be written (the store still refused them at stop) as dropped."""
-        for event in events:
-            self._drop(event)
-
-    def _drop(self, event: Event) -> None:
-        self.dropped += 1
-        self.gap.add(event)
-        if self._on_drop is not None:
-            self._on_drop()
-
-    def take(self, limit: int) -> list[Event]:
-        """Writer side: clear the wake flag, then pop up to ``limit`` events in order."""
-        self._woken = False
-        queue = self._queue
-        count = min(limit, len(queue))
-        return [queue.popleft() for _ in range(count)]
-
-    def __len__(self) -> int:
-        return len(self._queue)
 
 
 class WriterStatistics(BaseModel):
@@ -279,7 +212,7 @@ class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
             self._timer = None
             self._drain()
             return None
-        if isinstance(message, _Flush):
+        if isinstance(message, Flush):
             if self._held:  # the store refused a group: the retry timer wakes the writer
                 return None
             queued = len(self._intake)
@@ -287,7 +220,7 @@ class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
                 return None
             if queued < GROUP_EVENTS:
                 self._wait_for_group()  # the wake flag stays set: the intake tells again only when full
-            self._drain()
+            self._drain(backlog_only=True)
             return None
         if isinstance(message, WaitFlushed):
             return self.wait_flushed()
@@ -324,9 +257,11 @@ class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
             self._on_commit(result.position)
         return result
 
-    def _drain(self) -> bool:
+    def _drain(self, *, backlog_only: bool = False) -> bool:
         """Write groups until the intake is empty; False when the store refused one (it is held and
-        a retry is scheduled)."""
+        a retry is scheduled). ``backlog_only``: stop at less than a group that has told the writer
+        again (events that came during the last commit): they wait for their window like any
+        trickle rather than cost a commit of their own right after it."""
         while group := self._held or self._next_group():
             try:
                 self.write(group)
@@ -336,6 +271,8 @@ class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
             self._held = []
             self._retry_delay = RETRY_FIRST_S
             self.health.wrote()
+            if backlog_only and len(self._intake) < GROUP_EVENTS and self._intake.told:
+                break
         return True
 
     def _next_group(self) -> list[Event]:
@@ -368,7 +305,8 @@ class LogWriterActor(AnswersAsks, pykka.ThreadingActor):
         assert conn is not None
         first = self._next
         values = event_values(events, first)  # each event serialized once, before the transaction
-        with transaction(conn) as cursor:
+        # a trickle beside live calls gives way to them; a backlog is drained at full speed
+        with giving_way(conn) if len(events) < GROUP_EVENTS else nullcontext(), transaction(conn) as cursor:
             append_values(cursor, values)
             fold_appended(cursor, self._projections, events, first)
         if self._checkpoints is not None:

@@ -20,8 +20,9 @@ import pykka
 from harness import __version__
 from harness.actors.asking import Barrier, ask, ask_from_thread
 from harness.actors.bus import EventBus
+from harness.actors.intake import EventIntake, intake_capacity
 from harness.actors.log_stall import LogHealth
-from harness.actors.log_writer import EventIntake, LogWriterActor, WaitFlushed, intake_capacity
+from harness.actors.log_writer import LogWriterActor, WaitFlushed
 from harness.actors.policy import PolicyActor
 from harness.actors.snapshots import Published
 from harness.config import Config, default_config_path

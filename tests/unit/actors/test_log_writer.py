@@ -11,6 +11,7 @@ import pytest
 from tests_support import call_event
 
 from harness.actors import log_writer
+from harness.actors.intake import FLUSH
 from harness.actors.log_writer import EventIntake, LogWriterActor
 from harness.events import DaemonStopped, SessionClosed
 from harness.projections import all_projections
@@ -178,7 +179,7 @@ def test_a_wake_up_whose_events_a_drain_already_took_costs_no_commit(patient_wri
     intake, ref = patient_writer
     before = ref.proxy().wait_flushed().get(timeout=10)
     batches = ref.proxy().statistics().get(timeout=10).batches
-    ref.tell(log_writer._FLUSH)  # stale: as when an event was told while a drain took it
+    ref.tell(FLUSH)  # stale: as when an event was told while a drain took it
     wait_until(ref.actor_inbox.empty)
     for i in range(5):  # a trickle: the first wakes the writer, which then waits for a group
         intake.emit(closed(i))
