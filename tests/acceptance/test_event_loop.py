@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -40,7 +41,8 @@ def test_the_daemon_runs_on_asyncio_when_uvloop_cannot_be_imported(tmp_path: Pat
     hidden = tmp_path / "hide"
     hidden.mkdir()
     (hidden / "uvloop.py").write_text("raise ImportError('uvloop hidden by the test')\n")
-    assert _loop_of(tmp_path, {"PYTHONPATH": str(hidden)})[0] == "asyncio"
+    path = os.pathsep.join(filter(None, [str(hidden), os.environ.get("PYTHONPATH")]))
+    assert _loop_of(tmp_path, {"PYTHONPATH": path})[0] == "asyncio"
 
 
 @pytest.mark.parametrize(
@@ -53,7 +55,7 @@ def test_an_event_loop_the_daemon_cannot_run_is_refused_in_one_line(
     env = clean_env(HARNESS_EVENT_LOOP=value)
     if hide:
         (tmp_path / "uvloop.py").write_text("raise ImportError('uvloop hidden by the test')\n")
-        env["PYTHONPATH"] = str(tmp_path)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
     done = subprocess.run(
         [PY, "-m", "harness", "daemon", "--state-dir", str(tmp_path / "state")],
         capture_output=True,
