@@ -6,7 +6,7 @@ for stdin and stdout like an agent's; each gets an ``initialize`` and, once it h
 ``tools/call`` (no answer is awaited from ``bare``):
 
 * ``bridge``      - ``harness mcp`` (the console script next to ``sys.executable``), bridge protocol 2:
-  it has handed the pipes to the daemon (checked: its fd 0 is ``/dev/null``) and waits for the end
+  it has handed the pipes to the daemon (checked: its fd 0 is no longer a pipe) and waits for the end
 * ``bridge-copy`` - the same with ``HARNESS_BRIDGE_COPY=1``: it copies bytes both ways (two threads)
 * ``relay1``      - ``raw_relay.py --parse -- upstream_echo.py``: the one-hop relay; only the relay
   process is counted (the upstream it starts is what the gateway's upstream is)
@@ -97,7 +97,7 @@ def settle(kind: str, proc: subprocess.Popen[bytes]) -> None:
     answered(proc)
     if kind == "bridge":
         deadline = time.monotonic() + 10
-        while os.readlink(f"/proc/{proc.pid}/fd/0") != os.devnull:
+        while os.readlink(f"/proc/{proc.pid}/fd/0").startswith("pipe:"):
             if time.monotonic() > deadline:
                 raise RuntimeError("the bridge did not hand its pipes over")
             time.sleep(0.01)

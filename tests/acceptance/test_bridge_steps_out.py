@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from devtools.children import end_child
 from support import DEMO_UPSTREAM, INITIALIZE, PY, idle_harnesses, toml_list, wait_until
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
@@ -153,3 +154,32 @@ def test_a_bridge_that_handed_its_pipes_over_holds_less_memory_than_a_bare_inter
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
+
+
+def test_an_upstream_started_after_a_bridge_handed_its_pipes_over_holds_none_of_them(start_daemon):
+    config = f'[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n[mcp_policy.p]\nservers = ["demo"]\n\n'
+    daemon = start_daemon(config + idle_harnesses({"a": "p"}))
+    env = {
+        **daemon.harness_envs()["a"],
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+    }  # the code under test
+    bridge = subprocess.Popen(
+        [PY, "-m", "harness", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+    )
+    try:
+        assert bridge.stdin is not None and bridge.stdout is not None
+        bridge.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+        bridge.stdin.flush()
+        assert json.loads(bridge.stdout.readline())["result"]["serverInfo"]["name"] == "harness"
+        agents = {f"pipe:[{os.fstat(f.fileno()).st_ino}]" for f in (bridge.stdin, bridge.stdout)}
+        wait_until(lambda: agents <= _fd_targets(daemon.proc.pid), timeout=5)
+
+        def upstream_pid() -> int | None:
+            return json.loads(daemon.harness_cli("status", "--json").stdout)["upstreams"]["demo"]["pid"]
+
+        before = upstream_pid()
+        daemon.harness_cli("restart", "demo")  # the daemon starts a process while it holds the pipes
+        after = wait_until(lambda: (pid := upstream_pid()) not in (None, before) and pid, timeout=20)
+        assert not agents & _fd_targets(after)
+    finally:
+        end_child(bridge)

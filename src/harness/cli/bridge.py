@@ -6,7 +6,9 @@ when stdin and stdout are pipes or sockets (not a terminal, not a file) it offer
 (``"fds": true``); a daemon that answers ``{"harness_fds": "send"}`` gets both descriptors over the
 socket (``SCM_RIGHTS``) and from then on reads and writes the agent's pipes itself, while the bridge
 closes its copies and only waits for the daemon's ``{"harness_exit": N}`` line (or the socket's end:
-the daemon died, and the agent's pipes, which only the daemon held, gave the agent EOF at once).
+the daemon died, and the agent's pipes, which only the daemon held, gave the agent EOF at once). It
+waits as a small shell (:data:`WAITER`, ``exec``: the same pid), not as this interpreter, since it
+stays alive beside the agent for the whole session.
 Otherwise (``{"harness_fds": "copy"}``, ``HARNESS_BRIDGE_COPY=1``, an older daemon that speaks only
 protocol 1) the bridge relays stdin → socket and socket → stdout unchanged until either side ends.
 A daemon that refuses the session (the socket is full, a bad preamble) answers one line
