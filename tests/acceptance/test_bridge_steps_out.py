@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,10 @@ from support import DEMO_UPSTREAM, INITIALIZE, PY, idle_harnesses, toml_list, wa
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 EOF_WITHIN_S = 0.1
+CONFIG = (
+    f'[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n[mcp_policy.p]\nservers = ["demo"]\n\n'
+    + idle_harnesses({"a": "p"})
+)
 
 
 def _fd_target(pid: int, fd: int) -> str:
@@ -47,8 +52,7 @@ def _private_kb(pid: int) -> int:
 
 @pytest.mark.parametrize("copying", [False, True], ids=["descriptors passed", "copying"])
 def test_the_agent_reads_eof_within_100_ms_of_a_daemon_kill_9(start_daemon, copying):
-    config = f'[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n[mcp_policy.p]\nservers = ["demo"]\n\n'
-    daemon = start_daemon(config + idle_harnesses({"a": "p"}))
+    daemon = start_daemon(CONFIG)
     env = daemon.harness_envs()["a"]
     if copying:
         env["HARNESS_BRIDGE_COPY"] = "1"
@@ -85,8 +89,7 @@ def test_the_agent_reads_eof_within_100_ms_of_a_daemon_kill_9(start_daemon, copy
 
 
 def test_a_passed_session_ends_with_the_agents_stdin_and_the_bridge_exits_0(start_daemon):
-    config = f'[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n[mcp_policy.p]\nservers = ["demo"]\n\n'
-    daemon = start_daemon(config + idle_harnesses({"a": "p"}))
+    daemon = start_daemon(CONFIG)
     env = daemon.harness_envs()["a"]
     call = {
         "jsonrpc": "2.0",
@@ -121,58 +124,45 @@ def test_a_passed_session_ends_with_the_agents_stdin_and_the_bridge_exits_0(star
     assert [(r["harness"], r["tool"], r["outcome"]) for r in rows] == [("a", "echo", "ok")]
 
 
-def test_a_bridge_that_handed_its_pipes_over_holds_less_memory_than_a_bare_interpreter(start_daemon):
-    config = f'[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n[mcp_policy.p]\nservers = ["demo"]\n\n'
-    daemon = start_daemon(config + idle_harnesses({"a": "p"}))
-    env = {
-        **daemon.harness_envs()["a"],
-        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
-    }  # the code under test
-    harness = str(Path(PY).parent / "harness")  # the console script an agent launches
+def _handed_over(start_daemon, argv: list[str]) -> tuple[Any, subprocess.Popen[bytes], set[str]]:
+    """A daemon, and a bridge (``argv``, run with the code under test) that answered ``initialize``
+    and handed the agent's pipes over (only the daemon holds them); and those pipes."""
+    daemon = start_daemon(CONFIG)
+    env = {**daemon.harness_envs()["a"], "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
     bridge = subprocess.Popen(
-        [harness, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        [*argv, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )
+    assert bridge.stdin is not None and bridge.stdout is not None
+    bridge.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+    bridge.stdin.flush()
+    assert json.loads(bridge.stdout.readline())["result"]["serverInfo"]["name"] == "harness"
+    agents = {f"pipe:[{os.fstat(f.fileno()).st_ino}]" for f in (bridge.stdin, bridge.stdout)}
+    wait_until(
+        lambda: not agents & _fd_targets(bridge.pid) and agents <= _fd_targets(daemon.proc.pid), timeout=5
+    )
+    return daemon, bridge, agents
+
+
+def test_a_bridge_that_handed_its_pipes_over_holds_less_memory_than_a_bare_interpreter(start_daemon):
     bare = subprocess.Popen([PY, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    daemon, bridge, _ = _handed_over(start_daemon, [str(Path(PY).parent / "harness")])  # the console script
     try:
-        assert bridge.stdin is not None and bridge.stdout is not None and bridge.stderr is not None
-        bridge.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
-        bridge.stdin.flush()
-        assert json.loads(bridge.stdout.readline())["result"]["serverInfo"]["name"] == "harness"
-        agents = {f"pipe:[{os.fstat(f.fileno()).st_ino}]" for f in (bridge.stdin, bridge.stdout)}
-        wait_until(lambda: not agents & _fd_targets(bridge.pid), timeout=5)
         wait_until(lambda: _private_kb(bare.pid) > 0, timeout=5)
         waiting, floor = _private_kb(bridge.pid), _private_kb(bare.pid)
         assert waiting < floor / 2, f"the bridge holds {waiting} kB of its own, a bare interpreter {floor} kB"
 
         os.kill(daemon.proc.pid, signal.SIGKILL)  # the waiter still tells the agent why it ends
         assert bridge.wait(5) == 1
+        assert bridge.stderr is not None
         assert bridge.stderr.read().decode().splitlines() == ["harness mcp: the daemon closed the connection"]
     finally:
-        for proc in (bridge, bare):
-            proc.kill()
-            proc.wait(5)
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if stream is not None:
-                    stream.close()
+        end_child(bridge)
+        end_child(bare)
 
 
 def test_an_upstream_started_after_a_bridge_handed_its_pipes_over_holds_none_of_them(start_daemon):
-    config = f'[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n[mcp_policy.p]\nservers = ["demo"]\n\n'
-    daemon = start_daemon(config + idle_harnesses({"a": "p"}))
-    env = {
-        **daemon.harness_envs()["a"],
-        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
-    }  # the code under test
-    bridge = subprocess.Popen(
-        [PY, "-m", "harness", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
-    )
+    daemon, bridge, agents = _handed_over(start_daemon, [PY, "-m", "harness"])
     try:
-        assert bridge.stdin is not None and bridge.stdout is not None
-        bridge.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
-        bridge.stdin.flush()
-        assert json.loads(bridge.stdout.readline())["result"]["serverInfo"]["name"] == "harness"
-        agents = {f"pipe:[{os.fstat(f.fileno()).st_ino}]" for f in (bridge.stdin, bridge.stdout)}
-        wait_until(lambda: agents <= _fd_targets(daemon.proc.pid), timeout=5)
 
         def upstream_pid() -> int | None:
             return json.loads(daemon.harness_cli("status", "--json").stdout)["upstreams"]["demo"]["pid"]
