@@ -64,8 +64,8 @@ def overhead_figures(out: dict[str, Any]) -> dict[str, float]:
             / direct["conc"]["calls_per_s"],
             f"{client} daemon CPU us/call": gw["_gateway"]["daemon_cpu_us_per_call"],
             f"{client} daemon CPU/relay1's": gw["_gateway"]["daemon_cpu_us_per_call"]
-            / (relay["seq"]["cpu_us_per_call"] - direct["seq"]["cpu_us_per_call"]),
-        }
+            / ((relay["seq"]["cpu_us_per_call"] - direct["seq"]["cpu_us_per_call"]) or float("nan")),
+        }  # relay1's own CPU: its tree less the direct upstream's (psutil ticks: coarse, may be <= 0)
     return figures
 
 
