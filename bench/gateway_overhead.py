@@ -486,6 +486,7 @@ def main() -> int:
     ap.add_argument("-m", type=int, default=250, help="calls per concurrent caller")
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--clients", default="sdk,raw", help="comma list of sdk,raw (%(default)s)")
+    ap.add_argument("--paths", default=",".join(PATHS), help="comma list, a subset of (%(default)s)")
     ap.add_argument("--deadline", type=float, default=180.0, help="seconds per driver run")
     ap.add_argument("--ready-timeout", type=float, default=30.0, help="seconds to wait for `ready`")
     ap.add_argument("--stop-timeout", type=float, default=15.0, help="seconds from SIGTERM to exit")
@@ -497,6 +498,9 @@ def main() -> int:
     clients = [c.strip() for c in a.clients.split(",") if c.strip()]
     if bad := [c for c in clients if c not in ("sdk", "raw")]:
         ap.error(f"unknown client(s): {bad}")
+    paths = tuple(p for p in PATHS if p in a.paths.split(","))
+    if bad := set(a.paths.split(",")) - set(PATHS):
+        ap.error(f"unknown path(s): {sorted(bad)}")
     for f in ("mcp_bench.py", "raw_relay.py", "upstream_echo.py"):
         if not (a.shared / f).exists():
             ap.error(f"{a.shared / f} not found (use --shared)")
@@ -507,7 +511,7 @@ def main() -> int:
     results: dict[str, dict[str, list[dict[str, Any]]]] = {c: {p: [] for p in PATHS} for c in clients}
     t0 = time.monotonic()
     for rnd in range(a.rounds):
-        order = PATHS[rnd % len(PATHS) :] + PATHS[: rnd % len(PATHS)]
+        order = paths[rnd % len(paths) :] + paths[: rnd % len(paths)]
         for client in clients:
             for path in order:
                 if path.startswith("gateway"):

@@ -11,6 +11,10 @@ Figures come from what the script prints (``[<what> ]events/s median N``: ``even
 ``store_throughput.py``) or, for the scripts in ``JSON_FIGURES`` (``gateway_overhead.py``,
 ``http_endpoint.py``), from the file it writes with ``--json-out``, which this script adds.
 
+``--env NAME=OURS,BEFORE`` pairs two settings of one environment variable instead of two codes:
+both runs use this checkout's ``src/``, ``ours`` with ``NAME=OURS``, ``before`` with ``NAME=BEFORE``
+(the daemon a benchmark starts inherits it): ``--env HARNESS_EVENT_LOOP=uvloop,asyncio``.
+
 Examples: ``python bench/paired.py --before a0fe145 --rounds 3 -- bench/store_throughput.py -n 100000
 --replay-calls 0 --repeats 1``; ``python bench/paired.py --before d2a6b1c --rounds 6 --
 bench/gateway_overhead.py --rounds 1 -n 1000 -c 8 -m 125 --clients sdk,raw``.
@@ -19,6 +23,8 @@ bench/gateway_overhead.py --rounds 1 -n 1000 -c 8 -m 125 --clients sdk,raw``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import math
 import os
@@ -28,7 +34,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,9 +92,21 @@ JSON_FIGURES: dict[str, Callable[[dict[str, Any]], dict[str, float]]] = {
 """Benchmarks whose figures are read from their ``--json-out`` file."""
 
 
-def run_once(script: list[str], src: Path, scratch: Path) -> dict[str, float]:
-    """One run of the benchmark with ``src`` first on the path: its figures by name."""
-    env = {**os.environ, "PYTHONPATH": str(src)}
+@contextlib.contextmanager
+def held(lock: Path | None) -> Iterator[None]:
+    """``lock`` held (``flock``, as ``flock(1)`` takes it) for the block; nothing when None."""
+    if lock is None:
+        yield
+        return
+    with lock.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def run_once(script: list[str], src: Path, scratch: Path, extra: dict[str, str]) -> dict[str, float]:
+    """One run of the benchmark with ``src`` first on the path and ``extra`` in its environment: its
+    figures by name."""
+    env = {**os.environ, "PYTHONPATH": str(src), **extra}
     from_json = JSON_FIGURES.get(Path(script[0]).name)
     out = scratch / "figures.json"
     argv = [*script, "--json-out", str(out)] if from_json else script
@@ -96,7 +114,7 @@ def run_once(script: list[str], src: Path, scratch: Path) -> dict[str, float]:
         [sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True, check=False
     )
     if from_json:
-        if done.returncode != 0 or not out.exists():
+        if done.returncode not in (0, 1) or not out.exists():  # 1: a bar missed, the figures are there
             raise SystemExit(
                 f"{script} failed (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
             )
@@ -112,27 +130,43 @@ def run_once(script: list[str], src: Path, scratch: Path) -> dict[str, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--before", required=True, help="the earlier commit (any git revision)")
+    ap.add_argument("--before", help="the earlier commit (any git revision)")
+    ap.add_argument("--env", help="NAME=OURS,BEFORE: pair two values of a variable on this checkout")
+    ap.add_argument("--lock", type=Path, help="hold this flock(1) file during each round (both codes)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("script", nargs=argparse.REMAINDER, help="-- SCRIPT ARGS...")
     a = ap.parse_args()
     script = a.script[1:] if a.script[:1] == ["--"] else a.script
     if not script:
         ap.error("give the benchmark after --")
+    if (a.before is None) == (a.env is None):
+        ap.error("give --before REV or --env NAME=OURS,BEFORE")
+    envs: dict[str, dict[str, str]] = {"ours": {}, "before": {}}
+    if a.env is not None:
+        name, _, values = a.env.partition("=")
+        ours_value, _, before_value = values.partition(",")
+        envs = {"ours": {name: ours_value}, "before": {name: before_value}}
+    against = a.before or f"this checkout with {a.env} (ours,before)"
     runs: dict[str, list[dict[str, float]]] = {"ours": [], "before": []}
     with tempfile.TemporaryDirectory(prefix="paired-") as tmp:
-        sources = {"ours": ROOT / "src", "before": checkout_src(a.before, Path(tmp))}
+        before_src = ROOT / "src" if a.before is None else checkout_src(a.before, Path(tmp))
+        sources = {"ours": ROOT / "src", "before": before_src}
         for round_no in range(a.rounds):
             order = ("ours", "before") if round_no % 2 == 0 else ("before", "ours")
-            for code in order:
-                figures = run_once(script, sources[code], Path(tmp))
-                runs[code].append(figures)
-                shown = ", ".join(f"{k} {v:,.3g}" for k, v in figures.items())
-                print(f"[{round_no + 1}/{a.rounds}] {code:<6} {shown}", file=sys.stderr, flush=True)
-    print(f"# paired: {' '.join(script)}; ours = this checkout, before = {a.before}; {a.rounds} rounds")
+            with held(a.lock):
+                for code in order:
+                    figures = run_once(script, sources[code], Path(tmp), envs[code])
+                    runs[code].append(figures)
+                    shown = ", ".join(f"{k} {v:,.3g}" for k, v in figures.items())
+                    print(f"[{round_no + 1}/{a.rounds}] {code:<6} {shown}", file=sys.stderr, flush=True)
+    print(f"# paired: {' '.join(script)}; ours = this checkout, before = {against}; {a.rounds} rounds")
     for name in runs["ours"][0]:
         pairs = [(o[name], b[name]) for o, b in zip(runs["ours"], runs["before"], strict=True)]
-        ours, before = zip(*[(o, b) for o, b in pairs if not (math.isnan(o) or math.isnan(b))], strict=True)
+        pairs = [(o, b) for o, b in pairs if not (math.isnan(o) or math.isnan(b))]
+        if not pairs:
+            print(f"{name}: no round measured it on both codes")
+            continue
+        ours, before = zip(*pairs, strict=True)
         ratios = [o / b for o, b in zip(ours, before, strict=True)]
         each = ", ".join(f"{x:.2f}" for x in ratios)
         ours_m, before_m = statistics.median(ours), statistics.median(before)

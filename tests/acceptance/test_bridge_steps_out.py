@@ -5,30 +5,54 @@ off (``HARNESS_BRIDGE_COPY=1``) the bridge copies bytes as before, and the same 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
 import signal
 import subprocess
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from devtools.children import end_child
 from support import DEMO_UPSTREAM, INITIALIZE, PY, idle_harnesses, toml_list, wait_until
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 EOF_WITHIN_S = 0.1
+CONFIG = (
+    f'[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n[mcp_policy.p]\nservers = ["demo"]\n\n'
+    + idle_harnesses({"a": "p"})
+)
 
 
 def _fd_target(pid: int, fd: int) -> str:
     return os.readlink(f"/proc/{pid}/fd/{fd}")
 
 
+def _fd_targets(pid: int) -> set[str]:
+    """What every descriptor of ``pid`` refers to (one closed meanwhile is left out)."""
+    targets = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(FileNotFoundError):
+            targets.add(_fd_target(pid, int(fd)))
+    return targets
+
+
+def _private_kb(pid: int) -> int:
+    """``pid``'s unshared memory (USS: Private_Clean + Private_Dirty of ``smaps_rollup``), in kB."""
+    rollup = Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()
+    return sum(
+        int(line.split()[1]) for line in rollup if line.startswith(("Private_Clean:", "Private_Dirty:"))
+    )
+
+
 @pytest.mark.parametrize("copying", [False, True], ids=["descriptors passed", "copying"])
 def test_the_agent_reads_eof_within_100_ms_of_a_daemon_kill_9(start_daemon, copying):
-    config = f'[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n[mcp_policy.p]\nservers = ["demo"]\n\n'
-    daemon = start_daemon(config + idle_harnesses({"a": "p"}))
+    daemon = start_daemon(CONFIG)
     env = daemon.harness_envs()["a"]
     if copying:
         env["HARNESS_BRIDGE_COPY"] = "1"
@@ -46,11 +70,9 @@ def test_the_agent_reads_eof_within_100_ms_of_a_daemon_kill_9(start_daemon, copy
                 "pipe:"
             )
         else:  # the bridge let go of the agent's pipes: only the daemon holds them
-            wait_until(
-                lambda: _fd_target(bridge.pid, 0) == _fd_target(bridge.pid, 1) == "/dev/null", timeout=5
-            )
-            ours = {_fd_target(daemon.proc.pid, int(fd)) for fd in os.listdir(f"/proc/{daemon.proc.pid}/fd")}
-            assert f"pipe:[{os.fstat(bridge.stdout.fileno()).st_ino}]" in ours
+            agents = {f"pipe:[{os.fstat(f.fileno()).st_ino}]" for f in (bridge.stdin, bridge.stdout)}
+            wait_until(lambda: not agents & _fd_targets(bridge.pid), timeout=5)
+            assert agents <= _fd_targets(daemon.proc.pid)
 
         killed = time.monotonic()
         os.kill(daemon.proc.pid, signal.SIGKILL)
@@ -67,8 +89,7 @@ def test_the_agent_reads_eof_within_100_ms_of_a_daemon_kill_9(start_daemon, copy
 
 
 def test_a_passed_session_ends_with_the_agents_stdin_and_the_bridge_exits_0(start_daemon):
-    config = f'[mcp.demo]\nargv = {toml_list(DEMO_UPSTREAM)}\n\n[mcp_policy.p]\nservers = ["demo"]\n\n'
-    daemon = start_daemon(config + idle_harnesses({"a": "p"}))
+    daemon = start_daemon(CONFIG)
     env = daemon.harness_envs()["a"]
     call = {
         "jsonrpc": "2.0",
@@ -101,3 +122,54 @@ def test_a_passed_session_ends_with_the_agents_stdin_and_the_bridge_exits_0(star
     assert answers[1]["result"]["content"][0]["text"] == "hi"
     rows = wait_until(lambda: (r := daemon.calls()) and r, timeout=20)
     assert [(r["harness"], r["tool"], r["outcome"]) for r in rows] == [("a", "echo", "ok")]
+
+
+def _handed_over(start_daemon, argv: list[str]) -> tuple[Any, subprocess.Popen[bytes], set[str]]:
+    """A daemon, and a bridge (``argv``, run with the code under test) that answered ``initialize``
+    and handed the agent's pipes over (only the daemon holds them); and those pipes."""
+    daemon = start_daemon(CONFIG)
+    env = {**daemon.harness_envs()["a"], "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    bridge = subprocess.Popen(
+        [*argv, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    assert bridge.stdin is not None and bridge.stdout is not None
+    bridge.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+    bridge.stdin.flush()
+    assert json.loads(bridge.stdout.readline())["result"]["serverInfo"]["name"] == "harness"
+    agents = {f"pipe:[{os.fstat(f.fileno()).st_ino}]" for f in (bridge.stdin, bridge.stdout)}
+    wait_until(
+        lambda: not agents & _fd_targets(bridge.pid) and agents <= _fd_targets(daemon.proc.pid), timeout=5
+    )
+    return daemon, bridge, agents
+
+
+def test_a_bridge_that_handed_its_pipes_over_holds_less_memory_than_a_bare_interpreter(start_daemon):
+    bare = subprocess.Popen([PY, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    daemon, bridge, _ = _handed_over(start_daemon, [str(Path(PY).parent / "harness")])  # the console script
+    try:
+        wait_until(lambda: _private_kb(bare.pid) > 0, timeout=5)
+        waiting, floor = _private_kb(bridge.pid), _private_kb(bare.pid)
+        assert waiting < floor / 2, f"the bridge holds {waiting} kB of its own, a bare interpreter {floor} kB"
+
+        os.kill(daemon.proc.pid, signal.SIGKILL)  # the waiter still tells the agent why it ends
+        assert bridge.wait(5) == 1
+        assert bridge.stderr is not None
+        assert bridge.stderr.read().decode().splitlines() == ["harness mcp: the daemon closed the connection"]
+    finally:
+        end_child(bridge)
+        end_child(bare)
+
+
+def test_an_upstream_started_after_a_bridge_handed_its_pipes_over_holds_none_of_them(start_daemon):
+    daemon, bridge, agents = _handed_over(start_daemon, [PY, "-m", "harness"])
+    try:
+
+        def upstream_pid() -> int | None:
+            return json.loads(daemon.harness_cli("status", "--json").stdout)["upstreams"]["demo"]["pid"]
+
+        before = upstream_pid()
+        daemon.harness_cli("restart", "demo")  # the daemon starts a process while it holds the pipes
+        after = wait_until(lambda: (pid := upstream_pid()) not in (None, before) and pid, timeout=20)
+        assert not agents & _fd_targets(after)
+    finally:
+        end_child(bridge)

@@ -120,3 +120,13 @@ def test_the_bridge_imports_only_the_standard_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_bridge_loads_no_thread_typing_or_event_loop_module_until_it_must_copy() -> None:
+    heavy = ("threading", "typing", "asyncio", "logging", "subprocess", "harness.gateway", "harness.config")
+    code = (
+        "import sys; import harness.main, harness.cli.bridge; "
+        f"print(sorted(m for m in sys.modules if m.startswith({heavy!r})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -6,7 +6,9 @@ when stdin and stdout are pipes or sockets (not a terminal, not a file) it offer
 (``"fds": true``); a daemon that answers ``{"harness_fds": "send"}`` gets both descriptors over the
 socket (``SCM_RIGHTS``) and from then on reads and writes the agent's pipes itself, while the bridge
 closes its copies and only waits for the daemon's ``{"harness_exit": N}`` line (or the socket's end:
-the daemon died, and the agent's pipes, which only the daemon held, gave the agent EOF at once).
+the daemon died, and the agent's pipes, which only the daemon held, gave the agent EOF at once). It
+waits as a small shell (:data:`WAITER`, ``exec``: the same pid), not as this interpreter, since it
+stays alive beside the agent for the whole session.
 Otherwise (``{"harness_fds": "copy"}``, ``HARNESS_BRIDGE_COPY=1``, an older daemon that speaks only
 protocol 1) the bridge relays stdin → socket and socket → stdout unchanged until either side ends.
 A daemon that refuses the session (the socket is full, a bad preamble) answers one line
@@ -22,13 +24,26 @@ import os
 import socket
 import stat
 import sys
-import threading
 
 BRIDGE_PROTOCOL = 2
 COPYING_PROTOCOL = 1
 """What the bridge speaks to a daemon that refuses protocol 2: copying, no first line."""
 COPY_ENV = "HARNESS_BRIDGE_COPY"
 """Set to 1: never pass the descriptors (the bridge copies bytes)."""
+SHELL = "/bin/sh"
+WAITER = r"""IFS= read -r line
+case $line in
+'{"harness_exit":'*'}') n=${line#*:}; n=${n%\}}; n=${n# }; n=${n% } ;;
+*) n= ;;
+esac
+case ${n#-} in
+''|*[!0-9]*) echo 'harness mcp: the daemon closed the connection' >&2; exit 1 ;;
+esac
+exit $((n & 255))
+"""
+"""What the bridge becomes once it handed the pipes over (``exec``, same pid): a shell that reads the
+daemon's ``{"harness_exit": N}`` line from the socket (its stdin now) and exits N, as
+:func:`_hand_over` would, in a fraction of an interpreter's memory (bench/README.md, issue 26)."""
 CHUNK = 1 << 16
 REFUSAL = b'{"harness_error"'
 MAX_REFUSAL_BYTES = 1 << 16
@@ -80,14 +95,15 @@ def _pump_to_stdout(sock: socket.socket) -> str | None:
     return None
 
 
-def _pump_from_stdin(sock: socket.socket, stdin_closed: threading.Event) -> None:
+def _pump_from_stdin(sock: socket.socket, stdin_closed: list[bool]) -> None:
+    """Copy stdin to the socket; at its end, append to ``stdin_closed`` and shut the socket's sending side."""
     fd = sys.stdin.fileno()
     try:
         while data := os.read(fd, CHUNK):
             sock.sendall(data)
     except OSError:
         pass
-    stdin_closed.set()
+    stdin_closed.append(True)
     try:
         sock.shutdown(socket.SHUT_WR)
     except OSError:
@@ -143,12 +159,19 @@ def _first_line(sock: socket.socket) -> bytes:
 
 
 def _hand_over(sock: socket.socket, fds: tuple[int, int]) -> int:
-    """Pass stdin and stdout to the daemon, let go of them, and wait for the session's end."""
+    """Pass stdin and stdout to the daemon, let go of them, and wait for the session's end: in
+    :data:`WAITER` when it can be run, else here."""
     sock.sendmsg([b"F"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
     null = os.open(os.devnull, os.O_RDWR)
     for fd in fds:
         os.dup2(null, fd)  # this process's copies are gone: only the daemon holds the agent's pipes
     os.close(null)
+    if fds == (0, 1):  # this process's own stdio (not an embedding's): become the waiter
+        os.dup2(sock.fileno(), 0)
+        try:
+            os.execv(SHELL, ["harness mcp", "-c", WAITER, "harness mcp"])  # noqa: S606 - the fixed waiter
+        except OSError:
+            os.dup2(1, 0)  # no shell: wait here (stdin the null device again, as stdout is)
     ending = _first_line(sock)
     sock.close()
     try:
@@ -192,14 +215,16 @@ def run(state_dir: str | None = None) -> int:
 
 def _relay(sock: socket.socket) -> int:
     """Copy stdin → socket and socket → stdout until the daemon closes the connection."""
-    stdin_closed = threading.Event()
+    import threading  # only this mode has a second thread: a bridge that hands over never loads it
+
+    stdin_closed: list[bool] = []
     threading.Thread(target=_pump_from_stdin, args=(sock, stdin_closed), daemon=True).start()
     refusal = _pump_to_stdout(sock)
     sock.close()
     if refusal is not None:
         print(f"harness mcp: the daemon refused the session: {refusal}", file=sys.stderr)
         return 1
-    if stdin_closed.is_set():
+    if stdin_closed:
         return 0
     print("harness mcp: the daemon closed the connection", file=sys.stderr)
     return 1

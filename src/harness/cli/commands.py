@@ -88,15 +88,17 @@ def _cmd_daemon(ns: argparse.Namespace, g: Globals) -> int:
 
     from harness.config import load_config
     from harness.gateway.daemon import Daemon
+    from harness.gateway.event_loop import loop_factory
 
     logging.basicConfig(
         level=logging.DEBUG if g.debug else logging.INFO,
         format="harness daemon: %(message)s",
         stream=sys.stderr,
     )
+    factory = loop_factory()  # a bad HARNESS_EVENT_LOOP: one line, before anything starts
     config = load_config(g.config)
     daemon = Daemon(config, g.state_dir, g.config)
-    return int(anyio.run(daemon.run))
+    return int(anyio.run(daemon.run, backend_options={"loop_factory": factory}))
 
 
 def _cmd_list(ns: argparse.Namespace, g: Globals) -> int:
@@ -288,7 +290,8 @@ def _cmd_status(ns: argparse.Namespace, g: Globals) -> int:
     if ns.json:
         print(json.dumps(result))
         return 0
-    print(f"daemon pid {result['pid']}, version {result['version']}, {result['sessions']} sessions")
+    loop = f", event loop {result['event_loop']}" if "event_loop" in result else ""  # an older daemon: none
+    print(f"daemon pid {result['pid']}, version {result['version']}{loop}, {result['sessions']} sessions")
     upstreams: dict[str, dict[str, Any]] = result["upstreams"]
     if upstreams:
         print(

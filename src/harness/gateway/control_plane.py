@@ -19,6 +19,7 @@ from harness import __version__
 from harness.actors.log_stall import LogHealth
 from harness.config import Config
 from harness.gateway.downstream.session import DownstreamSession
+from harness.gateway.event_loop import loop_name
 from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.harnesses.spawner import HarnessSpawner
 from harness.gateway.processes import tail_lines
@@ -189,6 +190,7 @@ class ControlPlane:
         return {
             "pid": os.getpid(),
             "version": __version__,
+            "event_loop": loop_name(asyncio.get_running_loop()),
             "upstreams": self._upstream_rows(caller),
             "harnesses": {name: self._harness_state(name)[0] for name in names},
             "sessions": len(sessions),

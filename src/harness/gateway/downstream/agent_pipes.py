@@ -21,15 +21,18 @@ FD_COUNT = 2
 
 def received_fds(sock: socket.socket) -> tuple[bytes, list[int]]:
     """One ``recvmsg`` on a non-blocking socket: the byte sent with the descriptors, and the
-    descriptors (BlockingIOError when nothing is there yet)."""
+    descriptors (BlockingIOError when nothing is there yet), close-on-exec: a process the daemon
+    starts later must not hold an agent's pipes (uvloop's spawn closes only close-on-exec ones)."""
     size = socket.CMSG_SPACE(FD_COUNT * array.array("i").itemsize)
-    data, ancillary, _flags, _address = sock.recvmsg(1, size)
+    data, ancillary, _flags, _address = sock.recvmsg(1, size, getattr(socket, "MSG_CMSG_CLOEXEC", 0))
     fds: list[int] = []
     for level, kind, payload in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             got = array.array("i")
             got.frombytes(payload[: len(payload) - len(payload) % got.itemsize])
             fds.extend(got)
+    for fd in fds:  # where MSG_CMSG_CLOEXEC is missing (spawning happens on this thread: no race)
+        os.set_inheritable(fd, False)
     return data, fds
 
 

@@ -22,7 +22,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from harness.gateway.downstream import eras
 from harness.gateway.downstream.agent_pipes import FD_COUNT, AgentPipes, received_fds
@@ -153,7 +153,7 @@ class BridgeConnection(asyncio.Protocol):
         self._fd_socket: socket.socket | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        transport = cast(asyncio.Transport, transport)  # uvloop's transports are not asyncio's classes
         self._transport = transport
         admitted = self._door.admit(transport)
         if isinstance(admitted, str):

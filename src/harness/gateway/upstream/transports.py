@@ -12,7 +12,7 @@ import logging
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from harness.config import UpstreamConfig, resolve_upstream_env
 from harness.gateway.processes import BoundedLog, minimal_env, signal_group, stop_group
@@ -78,8 +78,7 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # Before ``subprocess_exec`` returns: a child that exits at once is still reported.
-        assert isinstance(transport, asyncio.SubprocessTransport)
-        self.child.attached(transport)
+        self.child.attached(cast(asyncio.SubprocessTransport, transport))  # uvloop's: not asyncio's class
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd == 1:
@@ -161,13 +160,12 @@ class StdioChild:
     def attached(self, transport: asyncio.SubprocessTransport) -> None:
         """The child exists: keep its pid and stdin (called before ``subprocess_exec`` returns)."""
         self._transport = transport
-        stdin = transport.get_pipe_transport(0)
-        assert isinstance(stdin, asyncio.WriteTransport)
-        self._stdin = stdin
+        self._stdin = cast(asyncio.WriteTransport, transport.get_pipe_transport(0))
         stdout = transport.get_pipe_transport(1)
-        if isinstance(stdout, asyncio.ReadTransport):
+        if stdout is not None:
             # Called from the first loop turn after the pipes connected, before anything they read
-            # meanwhile is delivered (asyncio queued it behind this): nothing arrives out of order.
+            # meanwhile is delivered (asyncio and uvloop queue it behind this); the child has been sent
+            # nothing yet, so it has nothing to answer that could overtake it.
             stdout.set_protocol(_DirectStdout(stdout.get_protocol(), self))
         self.pid = transport.get_pid()
 
