@@ -184,7 +184,15 @@ async def stream(
         await writer.drain()
         return True
     finally:
+        await _let_go(gone)
+
+
+async def _let_go(gone: asyncio.Future[bytes]) -> None:
+    """Stop watching the client's side, and wait until that read has let go of the reader: the next
+    request is read from it at once (a StreamReader takes one reader at a time)."""
+    if not gone.done():
         gone.cancel()
+        await asyncio.wait({gone})
 
 
 class ClientGone(ConnectionError):
@@ -200,9 +208,9 @@ async def next_line(lines: asyncio.Queue[bytes | None], reader: asyncio.StreamRe
     try:
         done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        gone.cancel()
         if not getter.done():
             getter.cancel()
+        await _let_go(gone)
     if getter not in done:
         raise ClientGone
     return getter.result()
