@@ -32,7 +32,8 @@ from harness import __version__
 MAX_HEAD: Final = 64 << 10
 """The longest response head (and chunk-size line) read."""
 READ_SIZE: Final = 1 << 16
-_FIELD_SAFE: Final = re.compile(r"[^\r\n\0]*")
+_FIELD_SAFE: Final = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
+"""What a header value may hold: no control character but tab, nothing past Latin-1."""
 _NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 USER_AGENT: Final = f"harness-gateway/{__version__}"
 T = TypeVar("T")
@@ -110,7 +111,8 @@ def tls_context() -> ssl.SSLContext:
 
 def _checked(name: str, value: str) -> str:
     if not _NAME.fullmatch(name) or not _FIELD_SAFE.fullmatch(value):
-        raise HttpError(f"refusing to send the header {name!r}: a bad name or a line break in its value")
+        why = "a bad name, or a control character or non-Latin-1 text in its value"
+        raise HttpError(f"refusing to send the header {name!r}: {why}")
     return f"{name}: {value}\r\n"
 
 
@@ -244,10 +246,7 @@ class Http11Client:
             fields["content-length"] = ("Content-Length", str(len(body)))
         lines = [f"{method} {self.origin.target} HTTP/1.1\r\n"]
         lines += [_checked(name, value) for name, value in fields.values()]
-        try:
-            return "".join(lines).encode("latin-1") + b"\r\n"
-        except UnicodeEncodeError:
-            raise HttpError("refusing to send a header that is not Latin-1") from None
+        return "".join(lines).encode("latin-1") + b"\r\n"
 
     @contextlib.asynccontextmanager
     async def stream(
