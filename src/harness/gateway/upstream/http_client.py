@@ -158,7 +158,7 @@ class HttpUpstream:
             events = SseParser()
             async for chunk in response.chunks():
                 for kind, data in events.feed(chunk):
-                    if kind == "message":
+                    if kind == "message" and data:
                         self._deliver(data, request_id)
         elif content_type.startswith("application/json"):
             self._deliver((await response.read()).decode(errors="replace"), request_id)
