@@ -40,6 +40,8 @@ from devtools.spawned import daemon_with_harnesses, env_with
 
 ROOT = Path(__file__).resolve().parents[1]
 UPSTREAM = ROOT / "tests" / "fixtures" / "faulty_http_upstream.py"
+P50_BAR = 1.3
+"""Issue 26 item 4: the endpoint's p50 at most this many times the direct path's."""
 
 
 def free_port() -> int:
@@ -142,6 +144,12 @@ def main() -> None:
     print("\n".join(table(results)))
     for path, base in (("gateway", "direct"), ("bridge", "direct"), ("gateway", "bridge")):
         print(ratio_line(results, path, base))
+    ratios = [g["p50"] / d["p50"] for g, d in zip(results["gateway"], results["direct"], strict=True)]
+    held = sum(r <= P50_BAR for r in ratios)
+    print(
+        f"bar (issue 26 item 4): gateway p50 <= {P50_BAR} x direct held in {held} of {len(ratios)} rounds "
+        f"(per round: {', '.join(f'{r:.2f}' for r in ratios)})"
+    )
     for path, cpu in cpu_per_call.items():
         print(f"daemon CPU per call, {path}: {statistics.median(cpu):.0f} us")
     if a.json_out:

@@ -7,7 +7,14 @@ import asyncio
 
 import pytest
 
-from harness.gateway.downstream.http_wire import MAX_BODY, MAX_HEAD, HttpRefusal, read_request
+from harness.gateway.downstream.http_wire import (
+    MAX_BODY,
+    MAX_HEAD,
+    HttpRefusal,
+    Request,
+    next_line,
+    read_request,
+)
 
 
 def _read(data: bytes):
@@ -64,3 +71,20 @@ def test_a_request_head_that_stops_short_is_refused_408_after_the_head_deadline(
     with pytest.raises(HttpRefusal) as refused:
         asyncio.run(go())
     assert refused.value.status == 408
+
+
+def test_the_next_request_can_be_read_at_once_after_an_answer_was_awaited():
+    """While it waits for an answer, the endpoint watches the client's side of the connection; once
+    the answer is there that watch has let go of the reader, so the next request is read at once."""
+
+    async def scenario() -> tuple[bytes | None, Request | None]:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+        loop.call_later(0.02, lines.put_nowait, b'{"answer":1}\n')
+        answer = await next_line(lines, reader)
+        loop.call_later(0.02, reader.feed_data, b"POST /mcp HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+        return answer, await read_request(reader, 5.0, idle_timeout=5.0)
+
+    answer, request = asyncio.run(asyncio.wait_for(scenario(), 10))
+    assert answer == b'{"answer":1}\n' and request is not None and request.method == "POST"

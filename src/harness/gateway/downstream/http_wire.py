@@ -72,11 +72,13 @@ async def read_request(
     within ``head_timeout`` (408 otherwise), the body within ``BODY_TIMEOUT_S``."""
     first = b""
     if idle_timeout is not None:
-        first = await asyncio.wait_for(reader.read(1), idle_timeout)
+        async with asyncio.timeout(idle_timeout):
+            first = await reader.read(1)
         if not first:
             return None
     try:
-        head = first + await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), head_timeout)
+        async with asyncio.timeout(head_timeout):
+            head = first + await reader.readuntil(b"\r\n\r\n")
     except TimeoutError:
         raise HttpRefusal(408, f"the request head did not arrive within {head_timeout:g} s") from None
     except asyncio.IncompleteReadError as exc:
@@ -92,7 +94,8 @@ async def read_request(
     if not length:
         return Request(method, target, headers, b"")
     try:
-        body = await asyncio.wait_for(reader.readexactly(int(length)), BODY_TIMEOUT_S)
+        async with asyncio.timeout(BODY_TIMEOUT_S):
+            body = await reader.readexactly(int(length))
     except TimeoutError:
         raise HttpRefusal(408, f"the body did not arrive within {BODY_TIMEOUT_S:g} s") from None
     return Request(method, target, headers, body)
@@ -181,7 +184,15 @@ async def stream(
         await writer.drain()
         return True
     finally:
+        await _let_go(gone)
+
+
+async def _let_go(gone: asyncio.Future[bytes]) -> None:
+    """Stop watching the client's side, and wait until that read has let go of the reader: the next
+    request is read from it at once (a StreamReader takes one reader at a time)."""
+    if not gone.done():
         gone.cancel()
+        await asyncio.wait({gone})
 
 
 class ClientGone(ConnectionError):
@@ -197,9 +208,9 @@ async def next_line(lines: asyncio.Queue[bytes | None], reader: asyncio.StreamRe
     try:
         done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        gone.cancel()
         if not getter.done():
             getter.cancel()
+        await _let_go(gone)
     if getter not in done:
         raise ClientGone
     return getter.result()

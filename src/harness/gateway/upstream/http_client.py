@@ -10,7 +10,8 @@ its POST (that revision has no notifications from client to server).
 Written here rather than taken from the SDK's client because a server request that arrives on a
 POST's stream is delivered with the id of that POST's request: the one thing on the wire that ties a
 handshake-era elicitation to the call that caused it (the link routes it to that call's session).
-It also keeps the per-call path to one POST and one parse.
+It also keeps the per-call path to one POST and one parse, on the hand-written HTTP/1.1 client of
+``http11.py`` (httpx2 only when the environment names a proxy: ``http_proxied.py``).
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ import logging
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-import httpx2
-
 from harness.config import UpstreamConfig, resolve_upstream_headers
+from harness.gateway.upstream.http11 import HttpClient, HttpError, HttpResponse
+from harness.gateway.upstream.http_proxied import http_client
 from harness.gateway.upstream.modern import HeaderParams, header_params, modern_headers
+from harness.gateway.upstream.sse import SseParser
 from harness.gateway.wire import jsonrpc
 
 if TYPE_CHECKING:
@@ -37,6 +39,8 @@ CONNECT_TIMEOUT_S = 30.0
 LISTEN_RETRY_S = 1.0
 """Pause before the GET stream is opened again after it ended."""
 MAX_ERROR_BODY = 300
+DELETE_TIMEOUT_S = 2.0
+"""How long closing waits for the upstream to answer the session's DELETE."""
 
 
 class HttpUpstream:
@@ -51,7 +55,7 @@ class HttpUpstream:
         """Why the last message that was not JSON was dropped ("" if none was)."""
         self._on_message = on_message
         self._on_closed = on_closed
-        self._client: httpx2.AsyncClient | None = None
+        self._client: HttpClient | None = None
         self._session_id: str | None = None
         self._version: str | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -66,11 +70,7 @@ class HttpUpstream:
 
     async def open(self) -> None:
         """Make the HTTP client; the first POST (initialize) connects."""
-        self._client = httpx2.AsyncClient(
-            headers=resolve_upstream_headers(self.config),
-            timeout=httpx2.Timeout(CONNECT_TIMEOUT_S, read=None),
-            follow_redirects=False,
-        )
+        self._client = http_client(self.url, resolve_upstream_headers(self.config), CONNECT_TIMEOUT_S)
 
     def send(self, message: dict[str, Any]) -> None:
         """POST one message (in its own task; its answers are delivered as they come)."""
@@ -123,29 +123,27 @@ class HttpUpstream:
         initialize = message.get("method") == "initialize"
         try:
             body = jsonrpc.encode_ascii(message)
-            async with self._client.stream(
-                "POST", self.url, content=body, headers=self._headers(modern)
-            ) as response:
+            async with self._client.stream("POST", self._headers(modern), body) as response:
                 if initialize and (session_id := response.headers.get("mcp-session-id")):
                     self._session_id = session_id
-                if response.status_code == 202:
+                if response.status == 202:
                     return
-                if response.status_code >= 400:
+                if response.status >= 400:
                     await self._refused(response, request_id, initialize)
                     return
                 await self._read(response, request_id)
-        except (httpx2.HTTPError, OSError) as exc:
-            self._end(f"transport error: {type(exc).__name__}: {exc}"[:MAX_ERROR_BODY])
+        except (HttpError, OSError) as exc:
+            self._end(f"transport error: {_described(exc)}"[:MAX_ERROR_BODY])
 
-    async def _refused(self, response: httpx2.Response, request_id: Any, initialize: bool) -> None:
-        body = (await response.aread()).decode(errors="replace").strip()
+    async def _refused(self, response: HttpResponse, request_id: Any, initialize: bool) -> None:
+        body = (await response.read()).decode(errors="replace").strip()
         answer = _error_answer(body, request_id)
-        gone = response.status_code == 404 and self._session_id is not None  # the session expired
+        gone = response.status == 404 and self._session_id is not None  # the session expired
         if answer is not None and not gone:
             self._on_message(answer, None)  # a JSON-RPC error (how a 2026-only server refuses initialize)
             return
         detail = body[:MAX_ERROR_BODY]
-        reason = f"HTTP {response.status_code}" + (f": {detail}" if detail else "")
+        reason = f"HTTP {response.status}" + (f": {detail}" if detail else "")
         if initialize or gone:
             self._end(f"the upstream refused the session: {reason}")
             return
@@ -153,15 +151,17 @@ class HttpUpstream:
             error = {"code": jsonrpc.INTERNAL_ERROR, "message": f"the upstream answered {reason}"}
             self._on_message({"jsonrpc": "2.0", "id": request_id, "error": error}, None)
 
-    async def _read(self, response: httpx2.Response, request_id: Any) -> None:
+    async def _read(self, response: HttpResponse, request_id: Any) -> None:
         """Deliver what a response carries: one JSON message, or the messages of an SSE stream."""
         content_type = response.headers.get("content-type", "")
         if content_type.startswith("text/event-stream"):
-            async for event in httpx2.EventSource(response, max_event_size=None):
-                if event.event == "message" and event.data:
-                    self._deliver(event.data, request_id)
+            events = SseParser()
+            async for chunk in response.chunks():
+                for kind, data in events.feed(chunk):
+                    if kind == "message" and data:
+                        self._deliver(data, request_id)
         elif content_type.startswith("application/json"):
-            self._deliver((await response.aread()).decode(errors="replace"), request_id)
+            self._deliver((await response.read()).decode(errors="replace"), request_id)
 
     def _deliver(self, data: str, request_id: Any) -> None:
         try:
@@ -195,11 +195,11 @@ class HttpUpstream:
         del headers["Content-Type"]
         while not self._closed:
             try:
-                async with self._client.stream("GET", self.url, headers=headers) as response:
-                    if response.status_code != 200:
+                async with self._client.stream("GET", headers) as response:
+                    if response.status != 200:
                         return
                     await self._read(response, None)
-            except (httpx2.HTTPError, OSError):
+            except (HttpError, OSError):
                 pass
             await asyncio.sleep(LISTEN_RETRY_S)
 
@@ -225,9 +225,19 @@ class HttpUpstream:
         if client is None:
             return
         if session_id is not None:
-            with contextlib.suppress(httpx2.HTTPError, OSError):
-                await client.delete(self.url, headers={"Mcp-Session-Id": session_id}, timeout=2.0)
+            with contextlib.suppress(HttpError, OSError, TimeoutError):
+                await asyncio.wait_for(_delete(client, session_id), DELETE_TIMEOUT_S)
         await client.aclose()
+
+
+async def _delete(client: HttpClient, session_id: str) -> None:
+    async with client.stream("DELETE", {"Mcp-Session-Id": session_id}) as response:
+        await response.read()
+
+
+def _described(exc: Exception) -> str:
+    """A transport error as its reason names it (an ``HttpError`` says what happened itself)."""
+    return str(exc) if isinstance(exc, HttpError) else f"{type(exc).__name__}: {exc}"
 
 
 def _error_answer(body: str, request_id: Any) -> dict[str, Any] | None:
