@@ -141,10 +141,10 @@ def role(cmdline: str, marks: list[str]) -> str:
     if "fleet_agent.py" in cmdline:
         return "agents"
     words = cmdline.split()
+    if words[-1:] == ["mcp"]:  # `harness mcp`, or the shell waiter it becomes (argv ends `harness mcp`)
+        return "bridges"
     if "harness" in " ".join(words[:3]) and "daemon" in words:
         return "daemon"
-    if words[-1:] == ["mcp"]:
-        return "bridges"
     return "other"
 
 
