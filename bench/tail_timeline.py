@@ -96,7 +96,7 @@ def run_daemon(argv: list[str]) -> int:
     from harness.actors import log_writer
     from harness.gateway import daemon
     from harness.main import main
-    from harness.search import ranking
+    from harness.search import bm25
 
     spans: list[Span] = []
     clock = time.monotonic
@@ -120,7 +120,7 @@ def run_daemon(argv: list[str]) -> int:
         giving_way.giving_way.__wrapped__.__defaults__ = (int(every) or 2**31 - 1,)  # type: ignore[attr-defined]
     timed(log_writer.LogWriterActor, "write", lambda _self, events: f"commit {len(events)} events")
     timed(log_writer.LogWriterActor, "compact", lambda *_: "compaction")
-    timed(ranking, "warm", lambda *_: "search warm-up")
+    timed(bm25, "warm", lambda *_: "search warm-up")
     timed(daemon, "settle_heap", lambda *_: "ready")
     collecting: dict[int, float] = {}
 

@@ -74,7 +74,7 @@ class StoreReader:
                 return
             try:
                 flushed()
-                from harness.search.ranking import warm
+                from harness.search.bm25 import warm
 
                 warm(self._connection())
             except Exception:  # best effort: the next search builds it instead
@@ -84,7 +84,7 @@ class StoreReader:
 
     async def search_warmed(self) -> bool:
         """Whether the search's snapshot is of the tool index as it is now (``warm_search`` ran)."""
-        from harness.search.ranking import warmed
+        from harness.search.bm25 import warmed
 
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, lambda: warmed(self._connection()))

@@ -12,10 +12,11 @@ from projection_support import CATALOGS, fold_into, memory_store, tool
 from tests_support import catalog
 
 from harness.sample_store import load_catalogs
+from harness.search.bm25 import Snapshot
+from harness.search.bm25 import snapshot as snapshot_of
 from harness.search.documents import WEIGHTS
 from harness.search.queries import parse_query
-from harness.search.ranking import _Snapshot, match_expression, search, vocabulary
-from harness.search.ranking import _snapshot as snapshot_of
+from harness.search.ranking import match_expression, search, vocabulary
 
 BENCH_DATA = Path(__file__).parents[3] / "bench" / "data"
 
@@ -98,7 +99,7 @@ def test_a_snapshot_refreshed_row_by_row_equals_one_made_afresh(conn):
     fold_into(conn, [catalog("git", [*FLEET["git"][1:], tool("git_push", "Push commits to a remote")])])
     fold_into(conn, [catalog("gitlab", [tool("create_merge_request", "Open a merge request")])])
     assert snapshot_of(conn) is snapshot
-    fresh = _Snapshot(conn, {})
+    fresh = Snapshot(conn)
     fresh.refresh(conn, snapshot.key)
     assert (fresh.terms, fresh.total) == (snapshot.terms, snapshot.total)
     assert fresh.bm25(["commit", "merge", "push"]) == snapshot.bm25(["commit", "merge", "push"])
