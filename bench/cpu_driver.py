@@ -50,7 +50,7 @@ def find_daemon() -> psutil.Process | None:
         for parent in psutil.Process().parents():
             with contextlib.suppress(psutil.Error):
                 cmd = parent.cmdline()
-                if "daemon" in cmd and any(Path(x).name == "harness" or x.endswith("harness") for x in cmd):
+                if "daemon" in cmd and "--state-dir" in cmd:  # `harness daemon --config … --state-dir …`
                     return parent
     return None
 

@@ -104,3 +104,23 @@ def test_an_encoded_secret_is_found_however_its_decoding_is_made_and_random_byte
         assert may_hold_secret(text), text
     for text in ("hello world", "a" * 64, "gh_p", "s-k", "xo", "src/harness/gateway"):
         assert not may_hold_secret(text), text
+
+
+def test_an_encoded_looking_run_that_recurs_is_decoded_once_and_keeps_its_verdict(monkeypatch):
+    from harness.gateway.evidence import redaction
+
+    decoded: list[str] = []
+    b64decode = base64.b64decode
+
+    def counting(run, *args, **kwargs):
+        decoded.append(run)
+        return b64decode(run, *args, **kwargs)
+
+    monkeypatch.setattr(redaction.base64, "b64decode", counting)
+    path = "src/harness/gateway/upstream/transports/recurring"  # a run: kept
+    secret = base64.b64encode(("ghp_" + "c3D4" * 9).encode()).decode()  # a run: redacted
+    assert encoded_secrets(f'{{"i":0,"p":"{path}","s":"{secret}"}}')[0] == {secret}
+    first = len(decoded)
+    for i in range(1, 5):
+        assert encoded_secrets(f'{{"i":{i},"p":"{path}","s":"{secret}"}}')[0] == {secret}
+    assert first and len(decoded) == first, decoded  # decoded in the first call only

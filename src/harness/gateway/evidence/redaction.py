@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -134,6 +135,25 @@ def _holds_secret(decoded: str) -> bool:
     return may_hold_secret(decoded) and redact_text(decoded) != decoded
 
 
+_REMEMBERED_RUN = 256
+"""Runs up to this length have their verdict remembered (:func:`_remembered_verdict`); a longer one
+is decoded each time (rarely repeated, and its decoding outweighs a lookup)."""
+
+
+def _run_holds_secret(run: str) -> bool:
+    """Whether one of an encoded-looking run's decodings holds a secret."""
+    return _remembered_verdict(run) if len(run) <= _REMEMBERED_RUN else _verdict(run)
+
+
+def _verdict(run: str) -> bool:
+    return any(_holds_secret(decoded) for decoded in _decodings(run.rstrip("=")))
+
+
+_remembered_verdict = functools.lru_cache(maxsize=4096)(_verdict)
+"""The verdict on the runs seen lately: a run that recurs in calls (the same path, id or hash in
+every call's arguments) is decoded and scanned once. The verdict depends on the run alone (fixed
+patterns), so remembering it changes no outcome."""
+
 _NO_RUNS: frozenset[str] = frozenset()
 
 
@@ -142,9 +162,7 @@ def encoded_secrets(text: str) -> tuple[frozenset[str], bool]:
     (then each string with escapes is checked decoded)."""
     runs = _NO_RUNS
     if len(text) >= len(_RUN):  # else too short to hold a run (the common small argument object)
-        found = [
-            run for run in _runs(text) for decoded in _decodings(run.rstrip("=")) if _holds_secret(decoded)
-        ]
+        found = [run for run in _runs(text) if _run_holds_secret(run)]
         if found:
             runs = frozenset(found)
     percent = "%" in text and _PERCENT.search(text) is not None and _holds_secret(unquote(text))
