@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import json
 import re
 from collections.abc import Sequence
@@ -135,24 +134,27 @@ def _holds_secret(decoded: str) -> bool:
     return may_hold_secret(decoded) and redact_text(decoded) != decoded
 
 
-_REMEMBERED_RUN = 256
-"""Runs up to this length have their verdict remembered (:func:`_remembered_verdict`); a longer one
-is decoded each time (rarely repeated, and its decoding outweighs a lookup)."""
+_BENIGN_RUNS: dict[str, None] = {}
+"""Encoded-looking runs seen lately whose decodings hold no secret (the same path, id or hash in call
+after call): decoded and scanned once. The verdict depends on the run alone (fixed patterns), so
+remembering it changes no outcome. A run that holds a secret or may be one (a marker of the patterns
+in it) is never remembered: the daemon keeps no agent's secret; nor one longer than
+:data:`_BENIGN_RUN` (rarely repeated). Cleared when full."""
+_BENIGN_RUN = 256
+_BENIGN_RUNS_HELD = 4096
 
 
 def _run_holds_secret(run: str) -> bool:
     """Whether one of an encoded-looking run's decodings holds a secret."""
-    return _remembered_verdict(run) if len(run) <= _REMEMBERED_RUN else _verdict(run)
+    if run in _BENIGN_RUNS:
+        return False
+    holds = any(_holds_secret(decoded) for decoded in _decodings(run.rstrip("=")))
+    if not holds and len(run) <= _BENIGN_RUN and not may_hold_secret(run):  # nor a secret itself
+        if len(_BENIGN_RUNS) >= _BENIGN_RUNS_HELD:
+            _BENIGN_RUNS.clear()
+        _BENIGN_RUNS[run] = None
+    return holds
 
-
-def _verdict(run: str) -> bool:
-    return any(_holds_secret(decoded) for decoded in _decodings(run.rstrip("=")))
-
-
-_remembered_verdict = functools.lru_cache(maxsize=4096)(_verdict)
-"""The verdict on the runs seen lately: a run that recurs in calls (the same path, id or hash in
-every call's arguments) is decoded and scanned once. The verdict depends on the run alone (fixed
-patterns), so remembering it changes no outcome."""
 
 _NO_RUNS: frozenset[str] = frozenset()
 
