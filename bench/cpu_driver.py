@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cpu_clock import process_cpu_ns, threads_cpu_ns
 
-Snapshot = dict[str, dict[str, int]]  # {"roles": {role: ns}, "daemon_threads": {name: ns}}
+Snapshot = dict[str, dict[str, int]]  # {"roles": {role: ns}, "daemon_threads": {"loop" or tid: ns}}
 
 
 def role_of(cmdline: list[str]) -> str:

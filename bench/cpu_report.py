@@ -30,7 +30,7 @@ def own_cpu_ratios(gateway: list[dict[str, Any]], relay1: list[dict[str, Any]], 
 
 def _median(xs: list[float | None]) -> str:
     vals = [x for x in xs if x is not None]
-    return f"{statistics.median(vals):.0f}" if vals else "-"
+    return str(round(statistics.median(vals))) if vals else "-"  # an int: never "-0"
 
 
 def print_budget(client: str, res: dict[str, list[dict[str, Any]]]) -> None:
