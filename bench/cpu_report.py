@@ -36,7 +36,7 @@ def _median(xs: list[float | None]) -> str:
 def print_budget(client: str, res: dict[str, list[dict[str, Any]]]) -> None:
     """Per path and phase, the median over rounds of each role's µs of CPU per call."""
     print(f"exact CPU per call, client={client} (µs, median over rounds; scheduler's ns over each phase):")
-    print("  " + "path".ljust(14) + "".join(role.rjust(11) for role in ROLES) + "      total")
+    print("  " + "path".ljust(18) + "".join(role.rjust(11) for role in [*ROLES, "total"]))
     for path, rounds in res.items():
         for phase in ("seq", "conc"):
             if not any(exact(r, phase, "client") is not None for r in rounds):
@@ -44,7 +44,7 @@ def print_budget(client: str, res: dict[str, list[dict[str, Any]]]) -> None:
             cells = [_median([exact(r, phase, role) for r in rounds]) for role in ROLES]
             totals = [sum(exact(r, phase, role) or 0.0 for role in ROLES) for r in rounds]
             row = "".join(c.rjust(11) for c in [*cells, _median([*totals])])
-            print(f"  {f'{path} {phase}':14s}{row}")
+            print(f"  {f'{path} {phase}':18s}{row}")
     threads: dict[str, list[float | None]] = {}
     for r in res.get("gateway", []):
         for name, us in ((r.get("cpu_us_per_call") or {}).get("seq") or {}).get("daemon_threads", {}).items():
