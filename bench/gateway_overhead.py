@@ -25,7 +25,11 @@ How to read the output (per client):
   (upstream for direct; bridge only for gateway; all three processes for relay2).
 * ``x direct`` columns are the median over rounds of (path / direct measured in the same round); the
   machine is small and noisy, so these ratios are the numbers to quote. ``x relay2`` likewise.
-* For the gateway, the daemon's and the upstream's CPU per call are sampled with psutil between
+* ``exact CPU per call``: the driver runs through ``cpu_driver.py``, which reads each process of the
+  path (client, bridge, relays, daemon, upstream) with the scheduler's nanosecond counter at the start
+  and end of each phase (``cpu_clock.py``); issue 26's CPU bar is the daemon's against relay1's relay
+  process, both over their sequential (and concurrent) phase of the same round.
+* For the gateway, the daemon's and the upstream's CPU per call are also sampled with psutil between
   ``ready`` and the driver's exit (so warm-up and tools/list calls are included; divided by the
   ``call_log`` row count), plus the daemon's SIGTERM -> exit time and any process left behind.
 * The ``BAR`` lines (SDK client) are the acceptance bar: p50 gateway/direct <= 1.60 and sequential
@@ -53,6 +57,10 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cpu_report import own_cpu_ratios, print_budget
 
 PATHS = ("direct", "gateway", "gateway-copy", "relay1", "relay2")
 DEFAULT_SHARED = Path(__file__).resolve().parents[2] / "shared" / "bench"
@@ -101,7 +109,9 @@ def last_json(text: str) -> dict[str, Any] | None:
 
 
 def driver_args(a: argparse.Namespace, client: str, tool: str, label: str) -> list[str]:
-    driver = getattr(a, "driver", None) or [str(a.shared / "mcp_bench.py")]  # or a wrapper of it
+    # the peer driver, through the wrapper that counts each process's CPU exactly (or another wrapper)
+    counting = [str(Path(__file__).resolve().parent / "cpu_driver.py"), str(a.shared)]
+    driver = getattr(a, "driver", None) or counting
     return [
         *driver,
         "--client",
@@ -436,18 +446,6 @@ def per_round(a: list[dict[str, Any]], b: list[dict[str, Any]], key: str) -> lis
     return [vx / vy for vx, vy in pairs if vx is not None and vy]
 
 
-def relay_cpu_ratios(res: dict[str, list[dict[str, Any]]]) -> list[float]:
-    """Per round: the daemon's CPU per call over the one-hop relay's own (relay1's tree less the
-    direct upstream's CPU per call in the same round)."""
-    out = []
-    for g, r1, d in zip(res["gateway"], res["relay1"], res["direct"], strict=False):
-        daemon = g.get("_gateway", {}).get("daemon_cpu_us_per_call")
-        tree, upstream = get(r1, "seq.cpu_us_per_call"), get(d, "seq.cpu_us_per_call")
-        if daemon is not None and tree is not None and upstream is not None and tree > upstream:
-            out.append(daemon / (tree - upstream))
-    return out
-
-
 def issue26_lines(client: str, res: dict[str, list[dict[str, Any]]]) -> None:
     """Issue 26's per-call bars: each as the median of same-round ratios, and in how many rounds it
     held (on this noisy machine a bar is read over 10 or more rounds, not from one)."""
@@ -455,7 +453,8 @@ def issue26_lines(client: str, res: dict[str, list[dict[str, Any]]]) -> None:
         return
     g, r1, d = res["gateway"], res["relay1"], res["direct"]
     for label, ratios, bar, below in (
-        ("daemon CPU per call / relay1's", relay_cpu_ratios(res), 1.5, True),
+        ("daemon CPU per call / relay1's own (seq)", own_cpu_ratios(g, r1, "seq"), 1.5, True),
+        ("daemon CPU per call / relay1's own (conc)", own_cpu_ratios(g, r1, "conc"), 1.5, True),
         ("p99 gateway/relay1", per_round(g, r1, "seq.p99_ms"), 1.25, True),
         ("p50 gateway/relay1", per_round(g, r1, "seq.p50_ms"), 1.0, True),
         ("conc calls/s gateway/direct", per_round(g, d, "conc.calls_per_s"), 0.95, False),
@@ -542,6 +541,7 @@ def main() -> int:
     )
     for client in clients:
         print_client(client, results[client])
+        print_budget(client, results[client])
     print()
     rc = bar_lines(results.get("sdk"))
     for client in clients:

@@ -38,6 +38,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cpu_report import exact, own_cpu_ratios
+
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE = re.compile(r"^(?P<what>[\w-]+ )?events/s median (?P<rate>[\d,]+)", re.MULTILINE)
 
@@ -63,10 +67,11 @@ def overhead_figures(out: dict[str, Any]) -> dict[str, float]:
             f"{client} seq calls/s gateway/direct": gw["seq"]["calls_per_s"] / direct["seq"]["calls_per_s"],
             f"{client} conc calls/s gateway/direct": gw["conc"]["calls_per_s"]
             / direct["conc"]["calls_per_s"],
-            f"{client} daemon CPU us/call": gw["_gateway"]["daemon_cpu_us_per_call"],
-            f"{client} daemon CPU/relay1's": gw["_gateway"]["daemon_cpu_us_per_call"] / relay_own
-            if (relay_own := relay["seq"]["cpu_us_per_call"] - direct["seq"]["cpu_us_per_call"]) > 0
-            else math.nan,  # psutil's 10 ms ticks: the relay's own share can read as nothing
+            f"{client} daemon CPU us/call (seq, exact)": exact(gw, "seq", "daemon") or math.nan,
+            f"{client} daemon CPU us/call (conc, exact)": exact(gw, "conc", "daemon") or math.nan,
+            f"{client} daemon CPU/relay1's own (seq)": next(
+                iter(own_cpu_ratios([gw], [relay], "seq")), math.nan
+            ),
             f"{client} conc calls/s relay1/direct": relay["conc"]["calls_per_s"]
             / direct["conc"]["calls_per_s"],
         }

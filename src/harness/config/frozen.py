@@ -22,6 +22,14 @@ class FrozenMap(Mapping[K, V]):
     def __getitem__(self, key: K) -> V:
         return self._items[key]
 
+    def get(self, key: K, default: Any = None) -> Any:
+        """The dict's own ``get``: a missing key (a harness with no project, per call) raises and
+        catches no ``KeyError`` as ``Mapping.get`` does."""
+        return self._items.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
     def __iter__(self) -> Iterator[K]:
         return iter(self._items)
 

@@ -68,6 +68,7 @@ class Daemon:
         self.telemetry = TelemetrySwitch()
         self.routing: Published[RoutingSnapshot] = Published(EMPTY_SNAPSHOT)
         self.recorder = CallRecorder(self.emit, settings=self.holder)
+        self.bus.before_publish(self.recorder.batch.flush)  # batched records keep their place in the log
         self._writer: pykka.ActorRef[Any] | None = None
         self._policy: pykka.ActorRef[Any] | None = None
         self._spawner: HarnessSpawner | None = None
@@ -157,6 +158,7 @@ class Daemon:
     async def run(self, ready: Any = None) -> int:
         """Serve until SIGTERM/SIGINT; return the exit code."""
         self._loop = asyncio.get_running_loop()
+        self.recorder.batch.start(self._loop)
         self.roster.serve_on(self._loop)
         lock = DaemonLock(self.paths)
         lock.acquire()
@@ -272,6 +274,7 @@ class Daemon:
                 await self._orphans.finish()
         log.debug("children stopped after %.3fs", time.perf_counter() - started)
         self.listeners.metrics.close()
+        self.recorder.batch.flush()  # every call's event published, before its span is sent
         await self.telemetry.stop()  # every call so far has its span sent
         self.emit(DaemonStopped(ts=time.time(), reason=self._stop_reason or "stopped"))
         if self._policy is not None:

@@ -104,3 +104,25 @@ def test_an_encoded_secret_is_found_however_its_decoding_is_made_and_random_byte
         assert may_hold_secret(text), text
     for text in ("hello world", "a" * 64, "gh_p", "s-k", "xo", "src/harness/gateway"):
         assert not may_hold_secret(text), text
+
+
+def test_a_benign_encoded_looking_run_that_recurs_is_decoded_once_and_a_secret_one_is_never_remembered(
+    monkeypatch,
+):
+    from harness.gateway.evidence import redaction
+
+    decoded: list[str] = []
+    b64decode = base64.b64decode
+
+    def counting(run, *args, **kwargs):
+        decoded.append(run)
+        return b64decode(run, *args, **kwargs)
+
+    monkeypatch.setattr(redaction.base64, "b64decode", counting)
+    path = "src/harness/gateway/upstream/transports/recurring"  # a run: kept
+    secret = base64.b64encode(("ghp_" + "c3D4" * 9).encode()).decode()  # a run: redacted
+    for i in range(5):
+        assert encoded_secrets(f'{{"i":{i},"p":"{path}","s":"{secret}"}}')[0] == {secret}
+    assert sum(1 for run in decoded if run.startswith("src/")) == 1, decoded  # the path: once
+    assert sum(1 for run in decoded if run == secret) == 5, decoded  # the secret: every time
+    assert not any("ghp_" in run or run == secret for run in redaction._BENIGN_RUNS)

@@ -402,3 +402,25 @@ def test_an_elicitation_carried_on_a_calls_stream_goes_to_that_call_however_many
             assert "2 calls are in flight" in r.transport.sent[-1]["error"]["message"]
 
     run(scenario)
+
+
+def test_deadlines_find_their_loop_once_not_once_per_call(monkeypatch):
+    from harness.gateway.upstream import admission
+
+    looked: list[int] = []
+    original = asyncio.get_running_loop
+
+    def counting() -> asyncio.AbstractEventLoop:
+        looked.append(1)  # CPython 3.11's lookup makes a getpid() system call each time
+        return original()
+
+    async def scenario() -> None:
+        deadlines = admission.Deadlines(lambda uid: None)
+        with monkeypatch.context() as patched:
+            patched.setattr(admission.asyncio, "get_running_loop", counting)
+            for uid in range(50):
+                deadlines.start(uid, 10.0)
+        deadlines.clear()
+
+    asyncio.run(scenario())
+    assert len(looked) == 1

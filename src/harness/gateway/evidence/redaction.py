@@ -134,6 +134,28 @@ def _holds_secret(decoded: str) -> bool:
     return may_hold_secret(decoded) and redact_text(decoded) != decoded
 
 
+_BENIGN_RUNS: dict[str, None] = {}
+"""Encoded-looking runs seen lately whose decodings hold no secret (the same path, id or hash in call
+after call): decoded and scanned once. The verdict depends on the run alone (fixed patterns), so
+remembering it changes no outcome. A run that holds a secret or may be one (a marker of the patterns
+in it) is never remembered: the daemon keeps no agent's secret; nor one longer than
+:data:`_BENIGN_RUN` (rarely repeated). Cleared when full."""
+_BENIGN_RUN = 256
+_BENIGN_RUNS_HELD = 4096
+
+
+def _run_holds_secret(run: str) -> bool:
+    """Whether one of an encoded-looking run's decodings holds a secret."""
+    if run in _BENIGN_RUNS:
+        return False
+    holds = any(_holds_secret(decoded) for decoded in _decodings(run.rstrip("=")))
+    if not holds and len(run) <= _BENIGN_RUN and not may_hold_secret(run):  # nor a secret itself
+        if len(_BENIGN_RUNS) >= _BENIGN_RUNS_HELD:
+            _BENIGN_RUNS.clear()
+        _BENIGN_RUNS[run] = None
+    return holds
+
+
 _NO_RUNS: frozenset[str] = frozenset()
 
 
@@ -142,9 +164,7 @@ def encoded_secrets(text: str) -> tuple[frozenset[str], bool]:
     (then each string with escapes is checked decoded)."""
     runs = _NO_RUNS
     if len(text) >= len(_RUN):  # else too short to hold a run (the common small argument object)
-        found = [
-            run for run in _runs(text) for decoded in _decodings(run.rstrip("=")) if _holds_secret(decoded)
-        ]
+        found = [run for run in _runs(text) if _run_holds_secret(run)]
         if found:
             runs = frozenset(found)
     percent = "%" in text and _PERCENT.search(text) is not None and _holds_secret(unquote(text))

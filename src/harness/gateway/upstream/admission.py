@@ -145,10 +145,13 @@ class Deadlines:
         self._passed = passed
         self._due: dict[int, float] = {}
         self._sweep: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def start(self, uid: int, timeout: float) -> None:
         """``uid``'s deadline is ``timeout`` seconds from now."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None:  # the link's loop, found once: each lookup is a getpid() system call
+            loop = self._loop = asyncio.get_running_loop()
         due = self._due[uid] = loop.time() + timeout
         if self._sweep is None:
             self._sweep = loop.call_at(due, self._sweep_due)
@@ -166,7 +169,7 @@ class Deadlines:
         otherwise), then wait for the next one."""
         self._sweep = None
         due_at = self._due
-        loop = asyncio.get_running_loop()
+        loop = self._loop or asyncio.get_running_loop()
         while due_at:
             uid = next(iter(due_at))
             due = due_at[uid]
