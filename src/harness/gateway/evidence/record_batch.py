@@ -72,4 +72,5 @@ class RecordBatch:
                 try:
                     build()
                 except Exception:  # one failing record must not cost the others theirs
-                    log.exception("a call record failed: %r", build)
+                    # Not the record itself: it holds the call's arguments, unredacted.
+                    log.exception("a call's record could not be built")
