@@ -17,13 +17,16 @@ Per fleet size and way, from the process table of the fleet's tree (the agents a
 for the gateway, the daemon and all it starts): server processes and all processes; total PSS and
 RSS (``/proc/PID/smaps_rollup``) once every agent has its tool lists; the time from launch until the
 last agent had them; CPU (percent of one core) over an idle window and under the steady load; the
-fleet's CPU per call and, for the gateway, the daemon's; per-call p50/p99 under load. A size is left
-out when its direct fleet would not fit in memory (projected from the last one measured).
+fleet's CPU per call and, for the gateway, the daemon's (its loop thread and its writer apart) and the
+daemon's CPU per idle second; per-call p50/p99 under load. CPU is the scheduler's nanosecond count
+(``cpu_clock.py``; a process's ended threads included). A size is left out when its direct fleet would
+not fit in memory (projected from the last one measured).
 
 Run: ``python bench/fleet.py`` (12, 24 and 48 agents; 60 s idle and 60 s load windows);
 one size added to an earlier run's table and plot: ``python bench/fleet.py --agents 48 --with
 earlier.json --json-out all.json --plot fleet.png``; smoke: ``python bench/fleet.py --agents 2 --idle-s
-3 --load-s 3``.
+3 --load-s 3``; the daemon's loops paired, gateway only (``fleet_loops.py``): ``python bench/fleet.py
+--agents 12 --idle-s 20 --ways gateway --loops uvloop,asyncio --rounds 2``.
 """
 
 from __future__ import annotations
@@ -38,14 +41,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import psutil
 
 import dev_path  # noqa: F401 - puts devtools/ on sys.path
+from cpu_clock import process_cpu_ns, threads_cpu_ns
 from devtools.spawned import toml_list
+from fleet_loops import CHOICES, LOOP_ENV, loop_lines, schedule
+from fleet_report import Fleet, plot, table_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 NPM = ROOT / "bench" / "npm" / "node_modules" / "@modelcontextprotocol"
@@ -101,29 +107,6 @@ def servers(run: Path, everything_py: Path) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-@dataclass
-class Fleet:
-    """One fleet's figures."""
-
-    way: str
-    agents: int
-    server_procs: int
-    all_procs: int
-    pss_mb: float
-    pss_mb_by_role: dict[str, float]
-    """PSS of the servers, the agents, the bridges and the daemon (``role``)."""
-    rss_mb: float
-    startup_s: float
-    idle_cpu_pct: float
-    load_cpu_pct: float
-    calls: int
-    errors: int
-    cpu_ms_per_call: float
-    daemon_cpu_ms_per_call: float | None
-    p50_ms: float
-    p99_ms: float
-
-
 def tree(roots: list[psutil.Process]) -> list[psutil.Process]:
     procs: list[psutil.Process] = []
     for root in roots:
@@ -162,15 +145,9 @@ def memory_kb(pid: int) -> tuple[int, int]:
     return pss, rss
 
 
-def cpu_s(procs: list[psutil.Process]) -> float:
-    total = 0.0
-    for p in procs:
-        try:
-            t = p.cpu_times()
-            total += t.user + t.system
-        except psutil.NoSuchProcess:
-            continue
-    return total
+def cpu_ms(procs: list[psutil.Process]) -> float:
+    """Milliseconds on a CPU of ``procs`` (each process's ended threads included; ended processes not)."""
+    return sum(process_cpu_ns(p.pid) or 0 for p in procs) / 1e6
 
 
 def wait_files(folder: Path, count: int, timeout: float, alive: psutil.Process | None = None) -> None:
@@ -205,7 +182,16 @@ def gateway_config(table: list[dict[str, Any]], agents: list[list[str]]) -> str:
     return upstreams + policy + harnesses
 
 
-def run_fleet(way: str, n: int, a: argparse.Namespace) -> Fleet:
+def daemon_split(pid: int, before: dict[int, int], after: dict[int, int], calls: int) -> dict[str, float]:
+    """The daemon's CPU per call (ms) between two ``threads_cpu_ns`` reads: its loop thread (the main
+    thread) and its busiest other thread (the log writer, which records every call)."""
+    delta = {tid: (ns - before.get(tid, 0)) / 1e6 / max(calls, 1) for tid, ns in after.items()}
+    loop = delta.pop(pid, 0.0)
+    return {"daemon_loop_ms_per_call": loop, "daemon_writer_ms_per_call": max(delta.values(), default=0.0)}
+
+
+def run_fleet(way: str, n: int, a: argparse.Namespace, loop: str | None = None) -> Fleet:
+    """One fleet, ``way``, of ``n`` agents; ``loop``: the daemon's ``HARNESS_EVENT_LOOP`` (None: unset)."""
     with tempfile.TemporaryDirectory(prefix=f"fleet-{way}-") as tmp:
         run = Path(tmp)
         for sub in ("ready", "results"):
@@ -235,7 +221,8 @@ def run_fleet(way: str, n: int, a: argparse.Namespace) -> Fleet:
                 (run / "harness.toml").write_text(gateway_config(table, agents))
                 cmd = [sys.executable, "-m", "harness", "daemon", "--config", str(run / "harness.toml"),
                        "--state-dir", str(run / "state")]  # fmt: skip
-                launched.append(subprocess.Popen(cmd, stderr=log, start_new_session=True))
+                env = os.environ | ({LOOP_ENV: loop} if loop else {})
+                launched.append(subprocess.Popen(cmd, stderr=log, start_new_session=True, env=env))
                 daemon = psutil.Process(launched[0].pid)
             else:
                 launched += [subprocess.Popen(argv, stderr=log, start_new_session=True) for argv in agents]
@@ -257,13 +244,17 @@ def run_fleet(way: str, n: int, a: argparse.Namespace) -> Fleet:
             for cmdline, (pss, _rss) in zip(cmdlines, mem, strict=True):
                 kind = role(cmdline, marks)
                 by_role[kind] = by_role.get(kind, 0.0) + pss / 1024
-            c0 = cpu_s(procs)
+            ds = [daemon] if daemon else []
+            c0, d0 = cpu_ms(procs), cpu_ms(ds)
             time.sleep(a.idle_s)
-            idle = (cpu_s(procs) - c0) / a.idle_s * 100
-            c0, d0 = cpu_s(procs), cpu_s([daemon]) if daemon else 0.0
+            c1, d1 = cpu_ms(procs), cpu_ms(ds)
+            idle, daemon_idle = (c1 - c0) / a.idle_s / 10, (d1 - d0) / a.idle_s
+            t0s = threads_cpu_ns(daemon.pid) if daemon else {}
+            c0, d0 = cpu_ms(procs), cpu_ms(ds)
             (run / "load").touch()
             time.sleep(a.load_s)
-            c1, d1 = cpu_s(procs), cpu_s([daemon]) if daemon else 0.0
+            c1, d1 = cpu_ms(procs), cpu_ms(ds)
+            t1s = threads_cpu_ns(daemon.pid) if daemon else {}
             (run / "stop").touch()
             wait_files(run / "results", n, 60)
             results = [json.loads(f.read_text()) for f in (run / "results").iterdir()]
@@ -276,12 +267,14 @@ def run_fleet(way: str, n: int, a: argparse.Namespace) -> Fleet:
                 way=way, agents=n, server_procs=server_procs, all_procs=len(procs),
                 pss_mb=sum(m[0] for m in mem) / 1024, pss_mb_by_role=by_role,
                 rss_mb=sum(m[1] for m in mem) / 1024,
-                startup_s=startup, idle_cpu_pct=idle, load_cpu_pct=(c1 - c0) / a.load_s * 100,
+                startup_s=startup, idle_cpu_pct=idle, load_cpu_pct=(c1 - c0) / a.load_s / 10,
                 calls=calls, errors=sum(len(r["errors"]) for r in results),
-                cpu_ms_per_call=(c1 - c0) / max(calls, 1) * 1000,
-                daemon_cpu_ms_per_call=(d1 - d0) / max(calls, 1) * 1000 if daemon else None,
+                cpu_ms_per_call=(c1 - c0) / max(calls, 1),
+                daemon_cpu_ms_per_call=(d1 - d0) / max(calls, 1) if daemon else None,
                 p50_ms=statistics.median(lat) if lat else float("nan"),
                 p99_ms=lat[min(calls - 1, int(calls * 0.99))] if lat else float("nan"),
+                loop=loop, **(daemon_split(daemon.pid, t0s, t1s, calls) if daemon else {}),
+                daemon_idle_ms_per_s=daemon_idle if daemon else None,
             )  # fmt: skip
         finally:
             stop(launched)
@@ -314,71 +307,6 @@ def available_mb() -> float:
     return float("inf")
 
 
-COLUMNS = (
-    ("server_procs", "servers", "{:.0f}"), ("all_procs", "procs", "{:.0f}"),
-    ("pss_mb", "PSS MB", "{:.0f}"), ("rss_mb", "RSS MB", "{:.0f}"),
-    ("startup_s", "start s", "{:.2f}"), ("idle_cpu_pct", "idle %cpu", "{:.1f}"),
-    ("load_cpu_pct", "load %cpu", "{:.1f}"), ("cpu_ms_per_call", "cpu ms/call", "{:.2f}"),
-    ("p50_ms", "p50 ms", "{:.2f}"), ("p99_ms", "p99 ms", "{:.2f}"), ("calls", "calls", "{:.0f}"),
-    ("errors", "errors", "{:.0f}"),
-)  # fmt: skip
-
-
-def table_lines(fleets: list[Fleet]) -> list[str]:
-    head = f"{'agents':>6} {'way':<8} " + " ".join(f"{label:>11}" for _, label, _ in COLUMNS)
-    lines = [head]
-    fleets = sorted(fleets, key=lambda f: (f.agents, f.way))
-    for f in fleets:
-        row = asdict(f)
-        lines.append(
-            f"{f.agents:>6} {f.way:<8} " + " ".join(f"{fmt.format(row[k]):>11}" for k, _, fmt in COLUMNS)
-        )
-    for n in sorted({f.agents for f in fleets}):
-        by = {f.way: asdict(f) for f in fleets if f.agents == n}
-        if {"direct", "gateway"} <= set(by):
-            ratio = " ".join(
-                f"{(by['gateway'][k] / by['direct'][k] if by['direct'][k] else float('nan')):>11.2f}"
-                for k, _, _ in COLUMNS
-            )
-            lines.append(f"{n:>6} {'gw/dir':<8} {ratio}")
-            rest = {w: f["pss_mb"] - f["pss_mb_by_role"].get("agents", 0.0) for w, f in by.items()}
-            lines.append(
-                f"{n} agents, PSS without the agents (the same both ways): direct {rest['direct']:,.0f} MB,"
-                f" gateway {rest['gateway']:,.0f} MB, gateway/direct {rest['gateway'] / rest['direct']:.2f}"
-            )
-    for f in fleets:
-        roles = ", ".join(f"{k} {v:,.0f}" for k, v in sorted(f.pss_mb_by_role.items()))
-        lines.append(f"{f.agents} agents, {f.way}: PSS MB by role: {roles}")
-    daemon = [f for f in fleets if f.daemon_cpu_ms_per_call is not None]
-    lines += [
-        f"{f.agents} agents: the daemon's own CPU per call {f.daemon_cpu_ms_per_call:.3f} ms" for f in daemon
-    ]
-    return lines
-
-
-def plot(fleets: list[Fleet], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    for ax, (key, label) in zip(
-        axes,
-        (("pss_mb", "total PSS (MB)"), ("all_procs", "processes"), ("startup_s", "start-up (s)")),
-        strict=True,
-    ):
-        for way in ("direct", "gateway"):
-            pts = sorted((f.agents, getattr(f, key)) for f in fleets if f.way == way)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=way)
-        ax.set_xlabel("agents (8 servers each)")
-        ax.set_title(label)
-        ax.grid(alpha=0.3)
-    axes[0].legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--agents", default="12,24,48", help="fleet sizes (%(default)s)")
@@ -392,6 +320,9 @@ def main() -> int:
     ap.add_argument(
         "--everything-py", type=Path, default=EVERYTHING_PY, help="the python-sdk fixture (%(default)s)"
     )
+    ap.add_argument("--ways", default="direct,gateway", help="the ways run (%(default)s)")
+    ap.add_argument("--loops", default="", help="daemon loops alternated per round, e.g. uvloop,asyncio")
+    ap.add_argument("--rounds", type=int, default=1, help="runs of each way (and loop) per size")
     ap.add_argument("--json-out", type=Path)
     ap.add_argument(
         "--with", dest="earlier", type=Path, help="a --json-out of an earlier run, shown beside this one's"
@@ -403,6 +334,10 @@ def main() -> int:
         ap.error(
             f"missing {missing}: npm install --prefix bench/npm; the python-sdk fixture in tests/fixtures"
         )
+    ways = a.ways.split(",")
+    loops: list[str | None] = [x for x in a.loops.split(",") if x] or [None]
+    if not set(loops) <= {None, *CHOICES} or not set(ways) <= {"direct", "gateway"}:
+        ap.error(f"--ways: direct, gateway; --loops: {', '.join(CHOICES)}")
     fleets = [Fleet(**f) for f in json.loads(a.earlier.read_text())] if a.earlier else []
     pss_per_direct_agent = max((f.pss_mb / f.agents for f in fleets if f.way == "direct"), default=0.0)
     for i, n in enumerate(int(x) for x in a.agents.split(",")):
@@ -413,10 +348,10 @@ def main() -> int:
                 f" {available_mb():,.0f} available"
             )
             continue
-        for way in ("direct", "gateway") if i % 2 == 0 else ("gateway", "direct"):
-            fleet = run_fleet(way, n, a)
+        for way, loop in schedule(ways, loops, a.rounds, i):
+            fleet = run_fleet(way, n, a, loop)
             fleets.append(fleet)
-            print(f"[{n} agents, {way}] {json.dumps(asdict(fleet))}", file=sys.stderr, flush=True)
+            print(f"[{n} agents, {way}, {loop}] {json.dumps(asdict(fleet))}", file=sys.stderr, flush=True)
             if way == "direct":
                 pss_per_direct_agent = fleet.pss_mb / n
     print(
@@ -424,6 +359,8 @@ def main() -> int:
         f" idle {a.idle_s:g} s, load {a.load_s:g} s"
     )
     print("\n".join(table_lines(fleets)))
+    if len(loops) == 2:
+        print("\n".join(loop_lines(fleets, [str(x) for x in loops])))
     if a.json_out:
         a.json_out.write_text(json.dumps([asdict(f) for f in fleets], indent=1))
     if a.plot:
