@@ -50,8 +50,9 @@ import psutil
 import dev_path  # noqa: F401 - puts devtools/ on sys.path
 from cpu_clock import process_cpu_ns, threads_cpu_ns
 from devtools.spawned import toml_list
-from fleet_loops import CHOICES, LOOP_ENV, loop_lines, schedule
+from fleet_loops import loop_lines, schedule
 from fleet_report import Fleet, plot, table_lines
+from harness.gateway.event_loop import CHOICES, LOOP_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 NPM = ROOT / "bench" / "npm" / "node_modules" / "@modelcontextprotocol"

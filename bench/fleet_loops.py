@@ -14,9 +14,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from fleet_report import Fleet
-from harness.gateway.event_loop import CHOICES, LOOP_ENV
-
-__all__ = ["CHOICES", "LOOP_ENV", "loop_lines", "schedule"]
 
 
 def schedule(
