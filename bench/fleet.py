@@ -310,7 +310,7 @@ def available_mb() -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--agents", default="12,24,48", help="fleet sizes (%(default)s)")
+    ap.add_argument("--agents", default="12,24,48", help="fleet sizes (%(default)s; '': only --with's)")
     ap.add_argument(
         "--rate", type=float, default=1.0, help="calls a second per agent under load (%(default)s)"
     )
@@ -341,7 +341,7 @@ def main() -> int:
         ap.error(f"--ways: direct, gateway; --loops: {', '.join(CHOICES)}")
     fleets = [Fleet(**f) for f in json.loads(a.earlier.read_text())] if a.earlier else []
     pss_per_direct_agent = max((f.pss_mb / f.agents for f in fleets if f.way == "direct"), default=0.0)
-    for i, n in enumerate(int(x) for x in a.agents.split(",")):
+    for i, n in enumerate(int(x) for x in a.agents.split(",") if x):
         need = pss_per_direct_agent * n * HEADROOM
         if need > available_mb():
             print(
