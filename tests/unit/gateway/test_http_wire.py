@@ -7,12 +7,12 @@ import asyncio
 
 import pytest
 
+from harness.gateway.downstream.http_lines import ClientGone, ClientReader, Lines
 from harness.gateway.downstream.http_wire import (
     MAX_BODY,
     MAX_HEAD,
     HttpRefusal,
     Request,
-    next_line,
     read_request,
 )
 
@@ -73,18 +73,33 @@ def test_a_request_head_that_stops_short_is_refused_408_after_the_head_deadline(
     assert refused.value.status == 408
 
 
-def test_the_next_request_can_be_read_at_once_after_an_answer_was_awaited():
-    """While it waits for an answer, the endpoint watches the client's side of the connection; once
-    the answer is there that watch has let go of the reader, so the next request is read at once."""
+def test_a_request_sent_while_an_answer_is_awaited_is_read_whole_after_it():
+    """Awaiting an answer reads nothing from the connection: a request the client sends meanwhile
+    (pipelined) is not the client going away, and is read whole once the answer is out."""
 
     async def scenario() -> tuple[bytes | None, Request | None]:
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader()
-        lines: asyncio.Queue[bytes | None] = asyncio.Queue()
-        loop.call_later(0.02, lines.put_nowait, b'{"answer":1}\n')
-        answer = await next_line(lines, reader)
-        loop.call_later(0.02, reader.feed_data, b"POST /mcp HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+        reader, lines = ClientReader(MAX_HEAD), Lines()
+        loop.call_later(0.01, reader.feed_data, b"POST /mcp HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}")
+        loop.call_later(0.03, lines.put, b'{"answer":1}\n')
+        answer = await lines.next(reader)
         return answer, await read_request(reader, 5.0, idle_timeout=5.0)
 
     answer, request = asyncio.run(asyncio.wait_for(scenario(), 10))
-    assert answer == b'{"answer":1}\n' and request is not None and request.method == "POST"
+    assert answer == b'{"answer":1}\n' and request is not None and request.body == b"{}"
+
+
+def test_a_client_that_goes_away_wakes_the_answer_it_waits_for_after_what_was_already_there():
+    async def scenario() -> tuple[list[bytes | None], type[BaseException] | None]:
+        loop = asyncio.get_running_loop()
+        reader, lines = ClientReader(MAX_HEAD), Lines()
+        lines.put(b"progress\n")
+        got = [await lines.next(reader)]
+        loop.call_later(0.01, reader.set_exception, ConnectionResetError())
+        try:
+            got.append(await lines.next(reader))
+        except ClientGone as gone:
+            return got, type(gone)
+        return got, None
+
+    assert asyncio.run(asyncio.wait_for(scenario(), 10)) == ([b"progress\n"], ClientGone)

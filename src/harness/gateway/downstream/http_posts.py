@@ -15,23 +15,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.gateway.downstream import eras, modern_era, param_headers
+from harness.gateway.downstream.http_lines import ClientGone, ClientReader
 from harness.gateway.downstream.http_session import Exchange, HttpSession
 from harness.gateway.downstream.http_table import SessionTable
-from harness.gateway.downstream.http_wire import (
-    ClientGone,
-    HttpRefusal,
-    Request,
-    answers,
-    drain,
-    next_line,
-    respond,
-    stream,
-)
+from harness.gateway.downstream.http_wire import HttpRefusal, Request, respond, stream
 from harness.gateway.wire import jsonrpc
 from harness.gateway.wire.batch import json_array
 
 JSON = {"Content-Type": "application/json"}
-Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+Streams = tuple[ClientReader, asyncio.StreamWriter]
 """A connection's two ends."""
 
 
@@ -68,7 +60,8 @@ class Posts:
         headers = {"Mcp-Session-Id": session.id}
         if not answers_expected:
             session.close_exchange(exchange)
-            refused = drain(exchange.lines)  # an invalid message is answered with a null id
+            # an invalid message is answered with a null id
+            refused = [line for line in exchange.lines.ready() if line is not None]
             if refused:
                 await respond(writer, 400, refused[0].rstrip(b"\n"), {**headers, **JSON})
             else:
@@ -131,34 +124,29 @@ async def answer(
     exchange: Exchange,
     batch: bool,
     headers: dict[str, str],
-    reader: asyncio.StreamReader,
+    reader: ClientReader,
     writer: asyncio.StreamWriter,
     modern: bool = False,
 ) -> bool:
     """A POST's answer: one JSON body, or an SSE stream (``modern``: a JSON error gets the HTTP
     status the 2026-07-28 transport gives it)."""
     first: bytes | None = None
-    if not exchange.tokens and not exchange.notified:
-        # No progress token: one JSON body as soon as every answer is there (at once for
-        # initialize, tools/list and refusals), unless something for the agent comes first (an
-        # elicitation during the call): then a stream that starts with it.
-        try:
-            first = await next_line(exchange.lines, reader)
-        except ClientGone:
-            session.close_exchange(exchange)
-            return False
-        if not exchange.notified:
-            try:
-                lines = [] if first is None else [first, *await answers(exchange.lines)]
-            finally:
-                session.close_exchange(exchange)
-            if not lines:  # the session ended first
-                return False
-            body = lines[0].rstrip(b"\n") if not batch else json_array(lines)
-            status = modern_era.http_status(body) if modern else 200
-            await respond(writer, status, body, {**headers, **JSON})
-            return True
     try:
+        if not exchange.tokens and not exchange.notified:
+            # No progress token: one JSON body as soon as every answer is there (at once for
+            # initialize, tools/list and refusals), unless something for the agent comes first (an
+            # elicitation during the call): then a stream that starts with it.
+            first = await exchange.lines.next(reader)
+            if not exchange.notified:
+                lines = [] if first is None else [first, *await exchange.lines.until_end(reader)]
+                if not lines:  # the session ended first
+                    return False
+                body = lines[0].rstrip(b"\n") if not batch else json_array(lines)
+                status = modern_era.http_status(body) if modern else 200
+                await respond(writer, status, body, {**headers, **JSON})
+                return True
         return await stream(writer, reader, exchange.lines, headers, first)
+    except ClientGone:
+        return False
     finally:
         session.close_exchange(exchange)

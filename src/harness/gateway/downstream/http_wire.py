@@ -9,6 +9,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from harness.gateway.downstream.http_lines import ClientGone, ClientReader, Lines
+
 MAX_BODY = 4 << 20
 """Bytes of one POST body (the bridge's line limit is of the same order)."""
 MAX_HEAD = 16 << 10
@@ -150,84 +152,33 @@ async def respond_refusal(writer: asyncio.StreamWriter, refusal: HttpRefusal, *,
 
 async def stream(
     writer: asyncio.StreamWriter,
-    reader: asyncio.StreamReader,
-    lines: asyncio.Queue[bytes | None],
+    reader: ClientReader,
+    lines: Lines,
     headers: Mapping[str, str],
     first: bytes | None = None,
 ) -> bool:
     """An SSE response (chunked) of ``first`` and then ``lines`` until None; False if the client went
-    away first."""
+    away first. Whatever is there at once goes in one write: the head with the first events, the
+    last event with the stream's end."""
     head = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Cache-Control: no-cache"]
     head += ["Transfer-Encoding: chunked", *(f"{k}: {v}" for k, v in headers.items())]
-    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
-    gone = asyncio.ensure_future(reader.read(1))  # a client sends nothing while it reads a stream
-    try:
-        while True:
-            line: bytes | None
-            if first is not None:
-                line, first = first, None
-            elif lines.empty():
-                getter = asyncio.ensure_future(lines.get())
-                done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
-                if getter not in done:
-                    getter.cancel()
-                    return False
-                line = getter.result()
-            else:
-                line = lines.get_nowait()
+    out = [("\r\n".join(head) + "\r\n\r\n").encode("latin-1")]
+    ready = ([] if first is None else [first]) + lines.ready()
+    while True:
+        for line in ready:
             if line is None:
-                break
+                out.append(b"0\r\n\r\n")
+                writer.write(b"".join(out))
+                await writer.drain()
+                return True
             event = b"event: message\r\ndata: " + line.rstrip(b"\n") + b"\r\n\r\n"
-            writer.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+            out += (f"{len(event):x}\r\n".encode(), event, b"\r\n")
+        if out:
+            writer.write(b"".join(out))
+            out.clear()
             await writer.drain()
-        writer.write(b"0\r\n\r\n")
-        await writer.drain()
-        return True
-    finally:
-        await _let_go(gone)
-
-
-async def _let_go(gone: asyncio.Future[bytes]) -> None:
-    """Stop watching the client's side, and wait until that read has let go of the reader: the next
-    request is read from it at once (a StreamReader takes one reader at a time)."""
-    if not gone.done():
-        gone.cancel()
-        await asyncio.wait({gone})
-
-
-class ClientGone(ConnectionError):
-    """The client closed the connection while it waited for an answer."""
-
-
-async def next_line(lines: asyncio.Queue[bytes | None], reader: asyncio.StreamReader) -> bytes | None:
-    """The next line (None: the end marker), or :class:`ClientGone` if the client goes away first."""
-    if not lines.empty():
-        return lines.get_nowait()
-    getter = asyncio.ensure_future(lines.get())
-    gone = asyncio.ensure_future(reader.read(1))  # a client sends nothing while it waits
-    try:
-        done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        if not getter.done():
-            getter.cancel()
-        await _let_go(gone)
-    if getter not in done:
-        raise ClientGone
-    return getter.result()
-
-
-async def answers(queue: asyncio.Queue[bytes | None]) -> list[bytes]:
-    """Every line up to the end marker (a client that went away meanwhile is found at the write)."""
-    out: list[bytes] = []
-    while (line := await queue.get()) is not None:
-        out.append(line)
-    return out
-
-
-def drain(queue: asyncio.Queue[bytes | None]) -> list[bytes]:
-    out = []
-    while not queue.empty():
-        item = queue.get_nowait()
-        if item is not None:
-            out.append(item)
-    return out
+        try:
+            await lines.wait(reader)
+        except ClientGone:
+            return False
+        ready = lines.ready()
