@@ -11,6 +11,7 @@ routing headers agreeing with the body (-32020), then (in the session) the revis
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,9 +19,10 @@ from harness.gateway.downstream import eras, modern_era, param_headers
 from harness.gateway.downstream.http_lines import ClientGone, ClientReader
 from harness.gateway.downstream.http_session import Exchange, HttpSession
 from harness.gateway.downstream.http_table import SessionTable
-from harness.gateway.downstream.http_wire import HttpRefusal, Request, respond, stream
+from harness.gateway.downstream.http_wire import HttpRefusal, Request, respond, response, stream
 from harness.gateway.wire import jsonrpc
 from harness.gateway.wire.batch import json_array
+from harness.gateway.wire.outbox import OUTBOX
 
 JSON = {"Content-Type": "application/json"}
 Streams = tuple[ClientReader, asyncio.StreamWriter]
@@ -133,20 +135,31 @@ async def answer(
     first: bytes | None = None
     try:
         if not exchange.tokens and not exchange.notified:
-            # No progress token: one JSON body as soon as every answer is there (at once for
-            # initialize, tools/list and refusals), unless something for the agent comes first (an
-            # elicitation during the call): then a stream that starts with it.
+            # No progress token: one JSON body, written by the exchange as soon as every answer is
+            # there (at once for initialize, tools/list and refusals), unless something for the agent
+            # comes first (an elicitation during the call): then a stream that starts with it.
+            exchange.reply = functools.partial(_reply, writer, batch, {**headers, **JSON}, modern)
+            if not exchange.ids:
+                exchange.answered()
             first = await exchange.lines.next(reader)
-            if not exchange.notified:
-                lines = [] if first is None else [first, *await exchange.lines.until_end(reader)]
-                if not lines:  # the session ended first
-                    return False
-                body = lines[0].rstrip(b"\n") if not batch else json_array(lines)
-                status = modern_era.http_status(body) if modern else 200
-                await respond(writer, status, body, {**headers, **JSON})
+            if exchange.replied:
+                await writer.drain()
                 return True
+            if first is None:  # the session ended first
+                return False
         return await stream(writer, reader, exchange.lines, headers, first)
     except ClientGone:
         return False
     finally:
         session.close_exchange(exchange)
+
+
+def _reply(
+    writer: asyncio.StreamWriter, batch: bool, headers: dict[str, str], modern: bool, lines: list[bytes]
+) -> None:
+    """A POST's one JSON body, written where its last answer arrives (coalesced with what that input
+    writes, like the bridge's answers)."""
+    body = lines[0].rstrip(b"\n") if not batch else json_array(lines)
+    status = modern_era.http_status(body) if modern else 200
+    if not writer.transport.is_closing():
+        OUTBOX.write(writer.transport, response(status, body, headers))

@@ -31,6 +31,10 @@ class Exchange:
     lines: Lines = field(default_factory=Lines)
     notified: bool = False
     """A notification was routed here (the answer must be a stream, not one JSON body)."""
+    reply: Callable[[list[bytes]], None] | None = None
+    """Writes the one JSON body, in place, once every answer is there and nothing else came first:
+    before the work that follows an answer (recording the call), as the bridge's write is."""
+    replied: bool = False
 
     def put(self, line: bytes, *, answer_to: Any = None) -> None:
         self.lines.put(line)
@@ -39,7 +43,14 @@ class Exchange:
         else:
             self.ids.discard(answer_to)
             if not self.ids:
-                self.lines.put(None)
+                self.answered()
+
+    def answered(self) -> None:
+        """Every request is answered: the JSON body goes out now if one is awaited; the lines end."""
+        if self.reply is not None and not self.notified and not self.replied:
+            self.replied = True
+            self.reply([line for line in self.lines.ready() if line is not None])
+        self.lines.put(None)
 
 
 class HttpSession:

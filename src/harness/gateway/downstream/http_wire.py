@@ -134,10 +134,15 @@ def parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
     return method, target, headers
 
 
-async def respond(writer: asyncio.StreamWriter, status: int, body: bytes, headers: Mapping[str, str]) -> None:
+def response(status: int, body: bytes, headers: Mapping[str, str]) -> bytes:
+    """A whole response with a ``Content-Length`` body: one write."""
     head = [f"HTTP/1.1 {status} {_REASONS.get(status, '')}", f"Content-Length: {len(body)}"]
     head += [f"{k}: {v}" for k, v in headers.items()]
-    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+async def respond(writer: asyncio.StreamWriter, status: int, body: bytes, headers: Mapping[str, str]) -> None:
+    writer.write(response(status, body, headers))
     await writer.drain()
 
 
