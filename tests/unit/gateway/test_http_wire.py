@@ -64,7 +64,7 @@ def test_a_bad_request_is_refused_with_its_status(data, status):
 
 def test_a_request_head_that_stops_short_is_refused_408_after_the_head_deadline():
     async def go():
-        reader = ClientReader(MAX_HEAD)  # the endpoint's: no deadline is armed only for a head it holds
+        reader = asyncio.StreamReader(limit=MAX_HEAD)
         reader.feed_data(b"POST /mcp HTTP/1.1\r\nHost: h\r\n")
         return await read_request(reader, head_timeout=0.05)
 

@@ -24,7 +24,6 @@ class ClientReader(asyncio.StreamReader):
     closed = False
     """The client ended its side of the connection (EOF or a reset)."""
     on_close: Callable[[], None] | None = None
-    _buffer: bytearray  # StreamReader's own (what arrived and was not read yet); not in its stubs
 
     def feed_eof(self) -> None:
         super().feed_eof()
@@ -33,10 +32,6 @@ class ClientReader(asyncio.StreamReader):
     def set_exception(self, exc: Exception) -> None:
         super().set_exception(exc)
         self._client_closed()
-
-    def holds(self, wanted: bytes | int) -> bool:
-        """Whether the buffer holds ``wanted`` (a marker, or that many bytes): reading it won't wait."""
-        return len(self._buffer) >= wanted if isinstance(wanted, int) else wanted in self._buffer
 
     def _client_closed(self) -> None:
         self.closed = True

@@ -7,9 +7,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Mapping
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any
 
 from harness.gateway.downstream.http_lines import ClientGone, ClientReader, Lines
 
@@ -81,7 +79,7 @@ async def read_request(
         if not first:
             return None
     try:
-        async with _deadline(reader, head_timeout, b"\r\n\r\n"):
+        async with asyncio.timeout(head_timeout):
             head = first + await reader.readuntil(b"\r\n\r\n")
     except TimeoutError:
         raise HttpRefusal(408, f"the request head did not arrive within {head_timeout:g} s") from None
@@ -98,21 +96,11 @@ async def read_request(
     if not length:
         return Request(method, target, headers, b"")
     try:
-        async with _deadline(reader, BODY_TIMEOUT_S, int(length)):
+        async with asyncio.timeout(BODY_TIMEOUT_S):
             body = await reader.readexactly(int(length))
     except TimeoutError:
         raise HttpRefusal(408, f"the body did not arrive within {BODY_TIMEOUT_S:g} s") from None
     return Request(method, target, headers, body)
-
-
-def _deadline(
-    reader: asyncio.StreamReader, seconds: float, wanted: bytes | int
-) -> AbstractAsyncContextManager[Any]:
-    """A timeout for a read of ``wanted``; none when the connection's buffer already holds it (no
-    timer to arm and cancel for a request that arrived whole)."""
-    if isinstance(reader, ClientReader) and reader.holds(wanted):
-        return contextlib.nullcontext()
-    return asyncio.timeout(seconds)
 
 
 def parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
