@@ -1,15 +1,17 @@
 """The HTTP endpoint's connection, byte for byte, through a real daemon and a raw socket: a request
 is answered however its bytes are split, a request pipelined behind a call in flight is answered
-after it, and a 2026-07-28 client that closes its connection during a call gets the call cancelled."""
+after it, a batch whose answers come apart is one JSON array, and a 2026-07-28 client that closes its
+connection during a call gets the call cancelled."""
 
 from __future__ import annotations
 
 import json
 import socket
+from typing import Any
 
 import pytest
 
-from support import DEMO_UPSTREAM, free_port, idle_harnesses, toml_list, wait_until
+from support import DEMO_UPSTREAM, INITIALIZE, free_port, idle_harnesses, toml_list, wait_until
 
 pytestmark = pytest.mark.acceptance
 
@@ -49,18 +51,32 @@ def _call(port: int, token: str, request_id: int, tool: str, arguments: dict) ->
     return head.encode() + body
 
 
+def _post(port: int, token: str, body: object, session: str | None = None) -> bytes:
+    """A handshake-era POST, whole."""
+    data = json.dumps(body).encode()
+    extra = f"Mcp-Session-Id: {session}\r\n" if session else ""
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
+        f"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{extra}"
+        f"Content-Length: {len(data)}\r\n\r\n"
+    )
+    return head.encode() + data
+
+
 class _Responses:
     """HTTP/1.1 responses with ``Content-Length`` read off one socket, in order."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock, self.buffer = sock, b""
+        self.headers: dict[str, str] = {}
+        """The last response's headers, by lower-case name."""
 
     def _more(self) -> None:
         data = self.sock.recv(65536)
         assert data, "the endpoint closed the connection"
         self.buffer += data
 
-    def next(self) -> tuple[int, dict]:
+    def next(self) -> tuple[int, Any]:
         while b"\r\n\r\n" not in self.buffer:
             self._more()
         head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
@@ -70,6 +86,7 @@ class _Responses:
         while len(self.buffer) < length:
             self._more()
         body, self.buffer = self.buffer[:length], self.buffer[length:]
+        self.headers = headers
         return int(lines[0].split()[1]), json.loads(body)
 
 
@@ -111,6 +128,24 @@ def test_a_request_pipelined_behind_a_call_in_flight_is_answered_after_it(start_
         first, second = responses.next(), responses.next()
         assert (first[0], first[1]["id"]) == (200, 1)
         assert (second[0], second[1]["id"], _text(second[1])) == (200, 2, "next")
+
+
+@pytest.mark.slow
+def test_a_batch_whose_answers_come_apart_is_answered_with_one_json_array_of_both(start_daemon):
+    port, token, _ = _daemon(start_daemon)
+    initialize = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": "2025-03-26"}}
+    with _connect(port) as sock:
+        responses = _Responses(sock)
+        sock.sendall(_post(port, token, initialize))
+        assert responses.next()[0] == 200
+        session = responses.headers["mcp-session-id"]
+        calls = [
+            {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": args}}
+            for n, name, args in [(1, "demo__sleep", {"ms": 300}), (2, "demo__echo", {"text": "soon"})]
+        ]
+        sock.sendall(_post(port, token, calls, session))
+        status, answers = responses.next()
+        assert status == 200 and sorted(answer["id"] for answer in answers) == [1, 2]
 
 
 @pytest.mark.slow

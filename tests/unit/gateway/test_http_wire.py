@@ -77,16 +77,16 @@ def test_a_request_sent_while_an_answer_is_awaited_is_read_whole_after_it():
     """Awaiting an answer reads nothing from the connection: a request the client sends meanwhile
     (pipelined) is not the client going away, and is read whole once the answer is out."""
 
-    async def scenario() -> tuple[bytes | None, Request | None]:
+    async def scenario() -> tuple[list[bytes | None], Request | None]:
         loop = asyncio.get_running_loop()
         reader, lines = ClientReader(MAX_HEAD), Lines()
         loop.call_later(0.01, reader.feed_data, b"POST /mcp HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}")
         loop.call_later(0.03, lines.put, b'{"answer":1}\n')
-        answer = await lines.next(reader)
-        return answer, await read_request(reader, 5.0, idle_timeout=5.0)
+        await lines.wait(reader)
+        return lines.ready(), await read_request(reader, 5.0, idle_timeout=5.0)
 
     answer, request = asyncio.run(asyncio.wait_for(scenario(), 10))
-    assert answer == b'{"answer":1}\n' and request is not None and request.body == b"{}"
+    assert answer == [b'{"answer":1}\n'] and request is not None and request.body == b"{}"
 
 
 def test_a_client_that_goes_away_wakes_the_answer_it_waits_for_after_what_was_already_there():
@@ -94,10 +94,11 @@ def test_a_client_that_goes_away_wakes_the_answer_it_waits_for_after_what_was_al
         loop = asyncio.get_running_loop()
         reader, lines = ClientReader(MAX_HEAD), Lines()
         lines.put(b"progress\n")
-        got = [await lines.next(reader)]
+        await lines.wait(reader)
+        got = lines.ready()
         loop.call_later(0.01, reader.set_exception, ConnectionResetError())
         try:
-            got.append(await lines.next(reader))
+            await lines.wait(reader)
         except ClientGone as gone:
             return got, type(gone)
         return got, None

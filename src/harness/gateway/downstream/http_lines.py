@@ -45,9 +45,13 @@ class Lines:
     def __init__(self) -> None:
         self._items: deque[bytes | None] = deque()
         self._waiter: asyncio.Future[None] | None = None
+        self.ended = False
+        """The end (None) was put."""
 
     def put(self, line: bytes | None) -> None:
         self._items.append(line)
+        if line is None:
+            self.ended = True
         self._wake()
 
     def _wake(self) -> None:
@@ -62,7 +66,12 @@ class Lines:
 
     async def wait(self, reader: ClientReader) -> None:
         """Until a line is there; :class:`ClientGone` if the client goes away first."""
-        while not self._items:
+        await self.until(reader, lambda: bool(self._items))
+
+    async def until(self, reader: ClientReader, done: Callable[[], bool]) -> None:
+        """Until ``done()`` holds, checked as each line comes; :class:`ClientGone` if the client goes
+        away first."""
+        while not done():
             if reader.closed:
                 raise ClientGone
             self._waiter = asyncio.get_running_loop().create_future()
@@ -72,15 +81,3 @@ class Lines:
             finally:
                 self._waiter = None
                 reader.on_close = None
-
-    async def next(self, reader: ClientReader) -> bytes | None:
-        """The next line (None: the end)."""
-        await self.wait(reader)
-        return self._items.popleft()
-
-    async def until_end(self, reader: ClientReader) -> list[bytes]:
-        """Every line up to the end."""
-        out: list[bytes] = []
-        while (line := await self.next(reader)) is not None:
-            out.append(line)
-        return out

@@ -132,22 +132,22 @@ async def answer(
 ) -> bool:
     """A POST's answer: one JSON body, or an SSE stream (``modern``: a JSON error gets the HTTP
     status the 2026-07-28 transport gives it)."""
-    first: bytes | None = None
     try:
         if not exchange.tokens and not exchange.notified:
             # No progress token: one JSON body, written by the exchange as soon as every answer is
             # there (at once for initialize, tools/list and refusals), unless something for the agent
-            # comes first (an elicitation during the call): then a stream that starts with it.
+            # comes first (an elicitation during the call): then a stream of everything, in order.
             exchange.reply = functools.partial(_reply, writer, batch, {**headers, **JSON}, modern)
             if not exchange.ids:
                 exchange.answered()
-            first = await exchange.lines.next(reader)
+            lines = exchange.lines
+            await lines.until(reader, lambda: exchange.replied or exchange.notified or lines.ended)
             if exchange.replied:
                 await writer.drain()
                 return True
-            if first is None:  # the session ended first
+            if not exchange.notified:  # the session ended first
                 return False
-        return await stream(writer, reader, exchange.lines, headers, first)
+        return await stream(writer, reader, exchange.lines, headers)
     except ClientGone:
         return False
     finally:

@@ -160,15 +160,14 @@ async def stream(
     reader: ClientReader,
     lines: Lines,
     headers: Mapping[str, str],
-    first: bytes | None = None,
 ) -> bool:
-    """An SSE response (chunked) of ``first`` and then ``lines`` until None; False if the client went
-    away first. Whatever is there at once goes in one write: the head with the first events, the
-    last event with the stream's end."""
+    """An SSE response (chunked) of ``lines`` until None; False if the client went away first.
+    Whatever is there at once goes in one write: the head with the first events, the last event
+    with the stream's end."""
     head = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Cache-Control: no-cache"]
     head += ["Transfer-Encoding: chunked", *(f"{k}: {v}" for k, v in headers.items())]
     out = [("\r\n".join(head) + "\r\n\r\n").encode("latin-1")]
-    ready = ([] if first is None else [first]) + lines.ready()
+    ready = lines.ready()
     while True:
         for line in ready:
             if line is None:
