@@ -124,7 +124,7 @@ class HttpEndpoint:
                 await respond_refusal(writer, HttpRefusal(503, admitted, {"Retry-After": "1"}), close=True)
                 return
             origin = admitted
-            await self._converse(origin, reader, writer)
+            await self._converse(origin, reader, writer, task)
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
             return
         except asyncio.CancelledError:  # the endpoint stopped: the connection's end, not an error (3.11's
@@ -141,15 +141,17 @@ class HttpEndpoint:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def _converse(self, origin: PeerOrigin, reader: ClientReader, writer: asyncio.StreamWriter) -> None:
-        """Requests until the connection ends. Until one presents a token its peer may use, every
-        request head must arrive within ``HEAD_TIMEOUT_S`` of the connection or the previous answer,
-        and a refusal closes the connection."""
+    async def _converse(
+        self, origin: PeerOrigin, reader: ClientReader, writer: asyncio.StreamWriter, task: asyncio.Task[Any]
+    ) -> None:
+        """Requests until the connection ends (read by ``task``). Until one presents a token its peer
+        may use, every request head must arrive within ``HEAD_TIMEOUT_S`` of the connection or the
+        previous answer, and a refusal closes the connection."""
         trusted = False
         while True:
             idle = KEEP_ALIVE_S if trusted else None
             try:
-                request = await read_request(reader, HEAD_TIMEOUT_S, idle)
+                request = await read_request(reader, task, HEAD_TIMEOUT_S, idle)
             except HttpRefusal as refusal:
                 await respond_refusal(writer, refusal, close=True)
                 return

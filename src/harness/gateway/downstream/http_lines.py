@@ -25,6 +25,10 @@ class ClientReader(asyncio.StreamReader):
     """The client ended its side of the connection (EOF or a reset)."""
     on_close: Callable[[], None] | None = None
 
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit, loop)
+        self.loop = loop
+
     def feed_eof(self) -> None:
         super().feed_eof()
         self._client_closed()
@@ -74,7 +78,7 @@ class Lines:
         while not done():
             if reader.closed:
                 raise ClientGone
-            self._waiter = asyncio.get_running_loop().create_future()
+            self._waiter = reader.loop.create_future()
             reader.on_close = self._wake
             try:
                 await self._waiter

@@ -8,6 +8,7 @@ import contextlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from harness.gateway.downstream.http_lines import ClientGone, ClientReader, Lines
 
@@ -67,22 +68,35 @@ class Request:
 
 
 async def read_request(
-    reader: asyncio.StreamReader, head_timeout: float = HEAD_TIMEOUT_S, idle_timeout: float | None = None
+    reader: asyncio.StreamReader,
+    task: asyncio.Task[Any],
+    head_timeout: float = HEAD_TIMEOUT_S,
+    idle_timeout: float | None = None,
 ) -> Request | None:
-    """One request, or None at a clean end of the connection. With ``idle_timeout`` (a keep-alive
-    connection between requests) the first byte may take that long; the rest of the head must come
-    within ``head_timeout`` (408 otherwise), the body within ``BODY_TIMEOUT_S``."""
+    """One request, or None at a clean end of the connection; ``task`` is the one reading it. With
+    ``idle_timeout`` (a keep-alive connection between requests) the first byte may take that long
+    (TimeoutError otherwise); the rest of the head must come within ``head_timeout`` (408 otherwise),
+    the body within ``BODY_TIMEOUT_S``."""
+    deadline = _Deadline(task, head_timeout, idle_timeout)
+    try:
+        return await _request(reader, deadline)
+    except asyncio.CancelledError:
+        if not deadline.expired or task.uncancel() > deadline.cancelling:
+            raise
+        raise deadline.passed() from None
+    finally:
+        deadline.cancel()
+
+
+async def _request(reader: asyncio.StreamReader, deadline: _Deadline) -> Request | None:
     first = b""
-    if idle_timeout is not None:
-        async with asyncio.timeout(idle_timeout):
-            first = await reader.read(1)
+    if deadline.part == "idle":
+        first = await reader.read(1)
         if not first:
             return None
+        deadline.begin("head")
     try:
-        async with asyncio.timeout(head_timeout):
-            head = first + await reader.readuntil(b"\r\n\r\n")
-    except TimeoutError:
-        raise HttpRefusal(408, f"the request head did not arrive within {head_timeout:g} s") from None
+        head = first + await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError as exc:
         if not first and not exc.partial.strip():
             return None
@@ -95,12 +109,56 @@ async def read_request(
         raise HttpRefusal(411, "a POST needs Content-Length")
     if not length:
         return Request(method, target, headers, b"")
-    try:
-        async with asyncio.timeout(BODY_TIMEOUT_S):
-            body = await reader.readexactly(int(length))
-    except TimeoutError:
-        raise HttpRefusal(408, f"the body did not arrive within {BODY_TIMEOUT_S:g} s") from None
-    return Request(method, target, headers, body)
+    deadline.begin("body")
+    return Request(method, target, headers, await reader.readexactly(int(length)))
+
+
+class _Deadline:
+    """The deadlines of reading one request (its first byte when ``idle``, its head, its body) on one
+    timer; when one passes, the reading task is cancelled, as ``asyncio.timeout`` would (which cost
+    a timer and three loop lookups per part). The timer is set once, at the earliest the first
+    deadline can be: a later part's deadline is never earlier, and the timer, firing before it, sets
+    itself again for it."""
+
+    __slots__ = ("_handle", "_head_timeout", "_loop", "_task", "cancelling", "due", "expired", "part")
+
+    def __init__(self, task: asyncio.Task[Any], head_timeout: float, idle_timeout: float | None) -> None:
+        self._task = task
+        self.cancelling = task.cancelling()
+        loop = self._loop = task.get_loop()
+        now = loop.time()
+        self._head_timeout = head_timeout
+        self.part = "head" if idle_timeout is None else "idle"
+        self.due = now + (head_timeout if idle_timeout is None else idle_timeout)
+        self.expired = False
+        self._handle = loop.call_at(min(now + head_timeout, self.due), self._fire)
+
+    def begin(self, part: str) -> None:
+        """``part`` ("head" or "body") is due from now."""
+        self.part = part
+        self.due = self._loop.time() + (self._head_timeout if part == "head" else BODY_TIMEOUT_S)
+        if self.due < self._handle.when():
+            self._handle.cancel()
+            self._handle = self._loop.call_at(self.due, self._fire)
+
+    def _fire(self) -> None:
+        if self.due > self._handle.when():
+            self._handle = self._loop.call_at(self.due, self._fire)
+            return
+        self.expired = True
+        self._task.cancel()
+
+    def passed(self) -> Exception:
+        """What the request ends with now that its part's deadline passed: TimeoutError while idle
+        (the connection just closes), else a 408."""
+        if self.part == "idle":
+            return TimeoutError()
+        if self.part == "head":
+            return HttpRefusal(408, f"the request head did not arrive within {self._head_timeout:g} s")
+        return HttpRefusal(408, f"the body did not arrive within {BODY_TIMEOUT_S:g} s")
+
+    def cancel(self) -> None:
+        self._handle.cancel()
 
 
 def parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
