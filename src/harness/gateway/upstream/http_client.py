@@ -47,6 +47,8 @@ class HttpUpstream:
     """One Streamable HTTP session with an upstream (a link's transport)."""
 
     pid = 0
+    _loop: asyncio.AbstractEventLoop
+    """Set by :meth:`open`."""
 
     def __init__(self, config: UpstreamConfig, on_message: OnMessage, on_closed: OnClosed) -> None:
         self.config = config
@@ -70,6 +72,7 @@ class HttpUpstream:
 
     async def open(self) -> None:
         """Make the HTTP client; the first POST (initialize) connects."""
+        self._loop = asyncio.get_running_loop()  # looked up once (each lookup is a getpid on 3.11)
         self._client = http_client(self.url, resolve_upstream_headers(self.config), CONNECT_TIMEOUT_S)
 
     def send(self, message: dict[str, Any]) -> None:
@@ -107,7 +110,7 @@ class HttpUpstream:
         self, work: Coroutine[Any, Any, None], abandon: Callable[[], None] | None = None
     ) -> asyncio.Task[None]:
         """A task of the session's; ``abandon`` frees what ``work`` was given if it never ran."""
-        task = asyncio.get_running_loop().create_task(work)
+        task = self._loop.create_task(work)
         self._tasks.add(task)
 
         def done(task: asyncio.Task[None]) -> None:
