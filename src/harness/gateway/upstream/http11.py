@@ -1,8 +1,9 @@
 """A small HTTP/1.1 client on asyncio streams: what a Streamable HTTP upstream needs, and no more.
 
-One origin per client; a request takes an idle keep-alive connection or opens one (so there is one
-connection per request in flight), and gives it back once its response was read to the end; a
-response left unread (a cancelled request, an error) closes its connection. Bodies are framed by
+One origin per client; a request takes an idle keep-alive connection (and is written on it at once)
+or opens one (so there is one connection per request in flight), and gives it back once its
+response was read to the end; a response left unread (a cancelled request, an error) closes its
+connection. Bodies are framed by
 ``Content-Length``, chunked, or end with the connection. ``https`` goes through ``ssl`` with the same
 trust as httpx2 (``SSL_CERT_FILE``/``SSL_CERT_DIR``, else the system's certificates), hostname checked.
 Redirects are not followed; 1xx answers are read past. The connect timeout covers TCP and TLS; a

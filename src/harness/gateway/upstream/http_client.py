@@ -76,7 +76,8 @@ class HttpUpstream:
         self._client = http_client(self.url, resolve_upstream_headers(self.config), CONNECT_TIMEOUT_S)
 
     def send(self, message: dict[str, Any]) -> None:
-        """POST one message (in its own task; its answers are delivered as they come)."""
+        """POST one message (written now on an idle connection; a task of its own waits for the answer,
+        whose messages are delivered as they come)."""
         if self._closed or self._client is None:
             return
         headers = modern_headers(message, self._header_params)
