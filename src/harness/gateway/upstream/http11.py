@@ -240,8 +240,9 @@ class Http11Client:
         if origin.authorization is not None:
             base["authorization"] = ("Authorization", origin.authorization)
         base |= {name.lower(): (name, value) for name, value in headers.items()}
-        self._base = {key: _checked(name, value) for key, (name, value) in base.items()}
-        """The configured header lines by lower-case name, checked once."""
+        for name, value in base.values():
+            _checked(name, value)
+        self._base = base
         self._idle: list[_Connection] = []
         self._open: set[_Connection] = set()
         self._closed = False
@@ -249,10 +250,12 @@ class Http11Client:
     def _head(self, method: str, headers: Mapping[str, str], body: bytes) -> bytes:
         fields = dict(self._base)
         for name, value in headers.items():
-            fields[name.lower()] = _checked(name, value)
+            fields[name.lower()] = (name, value)
         if body or method in ("POST", "PUT", "PATCH"):
-            fields["content-length"] = f"Content-Length: {len(body)}\r\n"
-        return f"{method} {self.origin.target} HTTP/1.1\r\n{''.join(fields.values())}\r\n".encode("latin-1")
+            fields["content-length"] = ("Content-Length", str(len(body)))
+        lines = [f"{method} {self.origin.target} HTTP/1.1\r\n"]
+        lines += [_checked(name, value) for name, value in fields.values()]
+        return "".join(lines).encode("latin-1") + b"\r\n"
 
     def stream(self, method: str, headers: Mapping[str, str], body: bytes = b"") -> Exchange:
         """A request: written at once if a keep-alive connection is idle (in the caller's step, not
