@@ -17,6 +17,7 @@ import pytest
 from harness.gateway.upstream.http11 import Http11Client, HttpError
 from harness.gateway.upstream.http_proxied import ProxiedClient, http_client
 from harness.gateway.upstream.sse import SseParser
+from support import await_until
 
 WAIT = 10.0
 Answer = list[bytes]
@@ -147,6 +148,34 @@ def test_a_kept_alive_connection_serves_the_next_request_and_an_unread_body_clos
             return reused, server.connections
 
     assert run(scenario) == (1, 2)
+
+
+def test_a_request_goes_out_when_it_is_made_if_a_kept_alive_connection_is_idle() -> None:
+    """Written in the caller's step (no loop turn before the upstream sees it); one never entered
+    gives its connection up, and the next request opens another."""
+
+    async def scenario() -> tuple[int, bytes, int]:
+        answers: list[Answer | None] = [
+            json_answer(b"1"),
+            json_answer(b"2"),
+            json_answer(b"3"),
+            json_answer(b"4"),
+        ]
+        async with Scripted(answers) as server:
+            client = Http11Client(f"http://127.0.0.1:{server.port}/mcp", {}, 5.0)
+            await exchange(client)
+            pending = client.stream("POST", {}, b'{"early":1}')
+            await await_until(lambda: len(server.requests) == 2, 5.0, message="the request was not sent")
+            async with pending as response:
+                early = response.status, await response.read()
+            abandoned = client.stream("POST", {}, b"{}")
+            await await_until(lambda: len(server.requests) == 3, 5.0, message="the request was not sent")
+            abandoned.abandon()
+            assert await exchange(client) == (200, b"4")
+            await client.aclose()
+            return *early, server.connections
+
+    assert run(scenario) == (200, b"2", 2)
 
 
 @pytest.mark.parametrize("status", ["400 Bad Request", "404 Not Found", "500 Internal Server Error"])

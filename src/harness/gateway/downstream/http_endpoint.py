@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness.gateway.downstream.http_door import HttpDoor
+from harness.gateway.downstream.http_lines import ClientReader, Lines
 from harness.gateway.downstream.http_posts import Posts
 from harness.gateway.downstream.http_session import HttpSession, SessionFactory
 from harness.gateway.downstream.http_table import SessionTable
@@ -93,9 +94,12 @@ class HttpEndpoint:
 
     async def start(self) -> None:
         """Listen (OSError if the address is taken)."""
-        self._server = await asyncio.start_server(
-            self._connected, self.host, self.port, limit=MAX_HEAD, backlog=BACKLOG
-        )
+        loop = asyncio.get_running_loop()
+
+        def connection() -> asyncio.StreamReaderProtocol:
+            return asyncio.StreamReaderProtocol(ClientReader(MAX_HEAD, loop), self._connected)
+
+        self._server = await loop.create_server(connection, self.host, self.port, backlog=BACKLOG)
 
     async def close(self) -> None:
         """Stop listening, end every session and connection."""
@@ -111,7 +115,7 @@ class HttpEndpoint:
 
     async def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
-        assert task is not None
+        assert task is not None and isinstance(reader, ClientReader)
         self._connections.add(task)
         origin: PeerOrigin | None = None
         try:
@@ -120,7 +124,7 @@ class HttpEndpoint:
                 await respond_refusal(writer, HttpRefusal(503, admitted, {"Retry-After": "1"}), close=True)
                 return
             origin = admitted
-            await self._converse(origin, reader, writer)
+            await self._converse(origin, reader, writer, task)
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
             return
         except asyncio.CancelledError:  # the endpoint stopped: the connection's end, not an error (3.11's
@@ -138,16 +142,16 @@ class HttpEndpoint:
                 await writer.wait_closed()
 
     async def _converse(
-        self, origin: PeerOrigin, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, origin: PeerOrigin, reader: ClientReader, writer: asyncio.StreamWriter, task: asyncio.Task[Any]
     ) -> None:
-        """Requests until the connection ends. Until one presents a token its peer may use, every
-        request head must arrive within ``HEAD_TIMEOUT_S`` of the connection or the previous answer,
-        and a refusal closes the connection."""
+        """Requests until the connection ends (read by ``task``). Until one presents a token its peer
+        may use, every request head must arrive within ``HEAD_TIMEOUT_S`` of the connection or the
+        previous answer, and a refusal closes the connection."""
         trusted = False
         while True:
             idle = KEEP_ALIVE_S if trusted else None
             try:
-                request = await read_request(reader, HEAD_TIMEOUT_S, idle)
+                request = await read_request(reader, task, HEAD_TIMEOUT_S, idle)
             except HttpRefusal as refusal:
                 await respond_refusal(writer, refusal, close=True)
                 return
@@ -168,7 +172,7 @@ class HttpEndpoint:
                 return
 
     async def _serve(
-        self, request: Request, token: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, request: Request, token: str, reader: ClientReader, writer: asyncio.StreamWriter
     ) -> bool:
         """Answer one request whose token its peer may use; False when the connection must close."""
         try:
@@ -212,7 +216,7 @@ class HttpEndpoint:
     # ---------------------------------------------------------------- methods
 
     async def _post(
-        self, request: Request, token: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, request: Request, token: str, reader: ClientReader, writer: asyncio.StreamWriter
     ) -> bool:
         if "application/json" not in request.headers.get("content-type", ""):
             raise HttpRefusal(415, "Content-Type must be application/json")
@@ -231,14 +235,14 @@ class HttpEndpoint:
         self,
         request: Request,
         session: HttpSession,
-        reader: asyncio.StreamReader,
+        reader: ClientReader,
         writer: asyncio.StreamWriter,
     ) -> bool:
         if "text/event-stream" not in request.headers.get("accept", ""):
             raise HttpRefusal(406, "Accept must list text/event-stream")
         if session.standalone is not None:
             raise HttpRefusal(409, "this session's GET stream is already open")
-        session.standalone = asyncio.Queue()
+        session.standalone = Lines()
         try:
             return await stream(writer, reader, session.standalone, {"Mcp-Session-Id": session.id})
         finally:

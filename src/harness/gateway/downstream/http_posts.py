@@ -11,27 +11,21 @@ routing headers agreeing with the body (-32020), then (in the session) the revis
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Mapping
 from typing import Any
 
 from harness.gateway.downstream import eras, modern_era, param_headers
+from harness.gateway.downstream.http_lines import ClientGone, ClientReader
 from harness.gateway.downstream.http_session import Exchange, HttpSession
 from harness.gateway.downstream.http_table import SessionTable
-from harness.gateway.downstream.http_wire import (
-    ClientGone,
-    HttpRefusal,
-    Request,
-    answers,
-    drain,
-    next_line,
-    respond,
-    stream,
-)
+from harness.gateway.downstream.http_wire import HttpRefusal, Request, respond, response, stream
 from harness.gateway.wire import jsonrpc
 from harness.gateway.wire.batch import json_array
+from harness.gateway.wire.outbox import OUTBOX
 
 JSON = {"Content-Type": "application/json"}
-Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+Streams = tuple[ClientReader, asyncio.StreamWriter]
 """A connection's two ends."""
 
 
@@ -68,7 +62,8 @@ class Posts:
         headers = {"Mcp-Session-Id": session.id}
         if not answers_expected:
             session.close_exchange(exchange)
-            refused = drain(exchange.lines)  # an invalid message is answered with a null id
+            # an invalid message is answered with a null id
+            refused = [line for line in exchange.lines.ready() if line is not None]
             if refused:
                 await respond(writer, 400, refused[0].rstrip(b"\n"), {**headers, **JSON})
             else:
@@ -131,34 +126,40 @@ async def answer(
     exchange: Exchange,
     batch: bool,
     headers: dict[str, str],
-    reader: asyncio.StreamReader,
+    reader: ClientReader,
     writer: asyncio.StreamWriter,
     modern: bool = False,
 ) -> bool:
     """A POST's answer: one JSON body, or an SSE stream (``modern``: a JSON error gets the HTTP
     status the 2026-07-28 transport gives it)."""
-    first: bytes | None = None
-    if not exchange.tokens and not exchange.notified:
-        # No progress token: one JSON body as soon as every answer is there (at once for
-        # initialize, tools/list and refusals), unless something for the agent comes first (an
-        # elicitation during the call): then a stream that starts with it.
-        try:
-            first = await next_line(exchange.lines, reader)
-        except ClientGone:
-            session.close_exchange(exchange)
-            return False
-        if not exchange.notified:
-            try:
-                lines = [] if first is None else [first, *await answers(exchange.lines)]
-            finally:
-                session.close_exchange(exchange)
-            if not lines:  # the session ended first
-                return False
-            body = lines[0].rstrip(b"\n") if not batch else json_array(lines)
-            status = modern_era.http_status(body) if modern else 200
-            await respond(writer, status, body, {**headers, **JSON})
-            return True
     try:
-        return await stream(writer, reader, exchange.lines, headers, first)
+        if not exchange.tokens and not exchange.notified:
+            # No progress token: one JSON body, written by the exchange as soon as every answer is
+            # there (at once for initialize, tools/list and refusals), unless something for the agent
+            # comes first (an elicitation during the call): then a stream of everything, in order.
+            exchange.reply = functools.partial(_reply, writer, batch, {**headers, **JSON}, modern)
+            if not exchange.ids:
+                exchange.answered()
+            lines = exchange.lines
+            await lines.until(reader, lambda: exchange.replied or exchange.notified or lines.ended)
+            if exchange.replied:
+                await writer.drain()
+                return True
+            if not exchange.notified:  # the session ended first
+                return False
+        return await stream(writer, reader, exchange.lines, headers)
+    except ClientGone:
+        return False
     finally:
         session.close_exchange(exchange)
+
+
+def _reply(
+    writer: asyncio.StreamWriter, batch: bool, headers: dict[str, str], modern: bool, lines: list[bytes]
+) -> None:
+    """A POST's one JSON body, written where its last answer arrives (coalesced with what that input
+    writes, like the bridge's answers)."""
+    body = lines[0].rstrip(b"\n") if not batch else json_array(lines)
+    status = modern_era.http_status(body) if modern else 200
+    if not writer.transport.is_closing():
+        OUTBOX.write(writer.transport, response(status, body, headers))

@@ -4,7 +4,6 @@ GET stream."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import secrets
 import time
@@ -13,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.gateway.downstream import modern_era
+from harness.gateway.downstream.http_lines import Lines
 from harness.gateway.downstream.session import DownstreamSession
 from harness.gateway.wire import jsonrpc
 from harness.gateway.wire.batch import request_ids
@@ -28,18 +28,29 @@ class Exchange:
 
     ids: set[Any]
     tokens: set[Any]
-    lines: asyncio.Queue[bytes | None] = field(default_factory=asyncio.Queue)
+    lines: Lines = field(default_factory=Lines)
     notified: bool = False
     """A notification was routed here (the answer must be a stream, not one JSON body)."""
+    reply: Callable[[list[bytes]], None] | None = None
+    """Writes the one JSON body, in place, once every answer is there and nothing else came first:
+    before the work that follows an answer (recording the call), as the bridge's write is."""
+    replied: bool = False
 
     def put(self, line: bytes, *, answer_to: Any = None) -> None:
-        self.lines.put_nowait(line)
+        self.lines.put(line)
         if answer_to is None:
             self.notified = True
         else:
             self.ids.discard(answer_to)
             if not self.ids:
-                self.lines.put_nowait(None)
+                self.answered()
+
+    def answered(self) -> None:
+        """Every request is answered: the JSON body goes out now if one is awaited; the lines end."""
+        if self.reply is not None and not self.notified and not self.replied:
+            self.replied = True
+            self.reply([line for line in self.lines.ready() if line is not None])
+        self.lines.put(None)
 
 
 class HttpSession:
@@ -54,7 +65,7 @@ class HttpSession:
         self._by_token: dict[Any, Exchange] = {}
         self.current: Exchange | None = None
         """The exchange whose messages the session is handling right now (synchronous answers)."""
-        self.standalone: asyncio.Queue[bytes | None] | None = None
+        self.standalone: Lines | None = None
         self.session = new_session(token, self.send, modern)
         self.session.features.send_related = self.send_related
         self.session.answers_batches = False  # each POST's exchange assembles its batch's answer
@@ -118,7 +129,7 @@ class HttpSession:
                 exchange.put(line)
                 return
         if self.standalone is not None:
-            self.standalone.put_nowait(line)
+            self.standalone.put(line)
 
     def send_related(self, line: bytes, request_id: Any) -> None:
         """A request to the agent made for one of its requests (an elicitation during a call): on that
@@ -133,6 +144,6 @@ class HttpSession:
         """End the session: its streams close."""
         self.session.close(reason)
         if self.standalone is not None:
-            self.standalone.put_nowait(None)
+            self.standalone.put(None)
         for exchange in {*self._by_id.values(), *self._by_token.values()}:
-            exchange.lines.put_nowait(None)
+            exchange.lines.put(None)

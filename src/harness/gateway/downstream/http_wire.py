@@ -8,6 +8,9 @@ import contextlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from harness.gateway.downstream.http_lines import ClientGone, ClientReader, Lines
 
 MAX_BODY = 4 << 20
 """Bytes of one POST body (the bridge's line limit is of the same order)."""
@@ -65,22 +68,35 @@ class Request:
 
 
 async def read_request(
-    reader: asyncio.StreamReader, head_timeout: float = HEAD_TIMEOUT_S, idle_timeout: float | None = None
+    reader: asyncio.StreamReader,
+    task: asyncio.Task[Any],
+    head_timeout: float = HEAD_TIMEOUT_S,
+    idle_timeout: float | None = None,
 ) -> Request | None:
-    """One request, or None at a clean end of the connection. With ``idle_timeout`` (a keep-alive
-    connection between requests) the first byte may take that long; the rest of the head must come
-    within ``head_timeout`` (408 otherwise), the body within ``BODY_TIMEOUT_S``."""
+    """One request, or None at a clean end of the connection; ``task`` is the one reading it. With
+    ``idle_timeout`` (a keep-alive connection between requests) the first byte may take that long
+    (TimeoutError otherwise); the rest of the head must come within ``head_timeout`` (408 otherwise),
+    the body within ``BODY_TIMEOUT_S``."""
+    deadline = _Deadline(task, head_timeout, idle_timeout)
+    try:
+        return await _request(reader, deadline)
+    except asyncio.CancelledError:
+        if not deadline.expired or task.uncancel() > deadline.cancelling:
+            raise
+        raise deadline.passed() from None
+    finally:
+        deadline.cancel()
+
+
+async def _request(reader: asyncio.StreamReader, deadline: _Deadline) -> Request | None:
     first = b""
-    if idle_timeout is not None:
-        async with asyncio.timeout(idle_timeout):
-            first = await reader.read(1)
+    if deadline.part == "idle":
+        first = await reader.read(1)
         if not first:
             return None
+        deadline.begin("head")
     try:
-        async with asyncio.timeout(head_timeout):
-            head = first + await reader.readuntil(b"\r\n\r\n")
-    except TimeoutError:
-        raise HttpRefusal(408, f"the request head did not arrive within {head_timeout:g} s") from None
+        head = first + await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError as exc:
         if not first and not exc.partial.strip():
             return None
@@ -93,12 +109,56 @@ async def read_request(
         raise HttpRefusal(411, "a POST needs Content-Length")
     if not length:
         return Request(method, target, headers, b"")
-    try:
-        async with asyncio.timeout(BODY_TIMEOUT_S):
-            body = await reader.readexactly(int(length))
-    except TimeoutError:
-        raise HttpRefusal(408, f"the body did not arrive within {BODY_TIMEOUT_S:g} s") from None
-    return Request(method, target, headers, body)
+    deadline.begin("body")
+    return Request(method, target, headers, await reader.readexactly(int(length)))
+
+
+class _Deadline:
+    """The deadlines of reading one request (its first byte when ``idle``, its head, its body) on one
+    timer; when one passes, the reading task is cancelled, as ``asyncio.timeout`` would (which cost
+    a timer and three loop lookups per part). The timer is set once, at the earliest the first
+    deadline can be: a later part's deadline is never earlier, and the timer, firing before it, sets
+    itself again for it."""
+
+    __slots__ = ("_handle", "_head_timeout", "_loop", "_task", "cancelling", "due", "expired", "part")
+
+    def __init__(self, task: asyncio.Task[Any], head_timeout: float, idle_timeout: float | None) -> None:
+        self._task = task
+        self.cancelling = task.cancelling()
+        loop = self._loop = task.get_loop()
+        now = loop.time()
+        self._head_timeout = head_timeout
+        self.part = "head" if idle_timeout is None else "idle"
+        self.due = now + (head_timeout if idle_timeout is None else idle_timeout)
+        self.expired = False
+        self._handle = loop.call_at(min(now + head_timeout, self.due), self._fire)
+
+    def begin(self, part: str) -> None:
+        """``part`` ("head" or "body") is due from now."""
+        self.part = part
+        self.due = self._loop.time() + (self._head_timeout if part == "head" else BODY_TIMEOUT_S)
+        if self.due < self._handle.when():
+            self._handle.cancel()
+            self._handle = self._loop.call_at(self.due, self._fire)
+
+    def _fire(self) -> None:
+        if self.due > self._handle.when():
+            self._handle = self._loop.call_at(self.due, self._fire)
+            return
+        self.expired = True
+        self._task.cancel()
+
+    def passed(self) -> Exception:
+        """What the request ends with now that its part's deadline passed: TimeoutError while idle
+        (the connection just closes), else a 408."""
+        if self.part == "idle":
+            return TimeoutError()
+        if self.part == "head":
+            return HttpRefusal(408, f"the request head did not arrive within {self._head_timeout:g} s")
+        return HttpRefusal(408, f"the body did not arrive within {BODY_TIMEOUT_S:g} s")
+
+    def cancel(self) -> None:
+        self._handle.cancel()
 
 
 def parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
@@ -132,10 +192,15 @@ def parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
     return method, target, headers
 
 
-async def respond(writer: asyncio.StreamWriter, status: int, body: bytes, headers: Mapping[str, str]) -> None:
+def response(status: int, body: bytes, headers: Mapping[str, str]) -> bytes:
+    """A whole response with a ``Content-Length`` body: one write."""
     head = [f"HTTP/1.1 {status} {_REASONS.get(status, '')}", f"Content-Length: {len(body)}"]
     head += [f"{k}: {v}" for k, v in headers.items()]
-    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+async def respond(writer: asyncio.StreamWriter, status: int, body: bytes, headers: Mapping[str, str]) -> None:
+    writer.write(response(status, body, headers))
     await writer.drain()
 
 
@@ -150,84 +215,32 @@ async def respond_refusal(writer: asyncio.StreamWriter, refusal: HttpRefusal, *,
 
 async def stream(
     writer: asyncio.StreamWriter,
-    reader: asyncio.StreamReader,
-    lines: asyncio.Queue[bytes | None],
+    reader: ClientReader,
+    lines: Lines,
     headers: Mapping[str, str],
-    first: bytes | None = None,
 ) -> bool:
-    """An SSE response (chunked) of ``first`` and then ``lines`` until None; False if the client went
-    away first."""
+    """An SSE response (chunked) of ``lines`` until None; False if the client went away first.
+    Whatever is there at once goes in one write: the head with the first events, the last event
+    with the stream's end."""
     head = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Cache-Control: no-cache"]
     head += ["Transfer-Encoding: chunked", *(f"{k}: {v}" for k, v in headers.items())]
-    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
-    gone = asyncio.ensure_future(reader.read(1))  # a client sends nothing while it reads a stream
-    try:
-        while True:
-            line: bytes | None
-            if first is not None:
-                line, first = first, None
-            elif lines.empty():
-                getter = asyncio.ensure_future(lines.get())
-                done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
-                if getter not in done:
-                    getter.cancel()
-                    return False
-                line = getter.result()
-            else:
-                line = lines.get_nowait()
+    out = [("\r\n".join(head) + "\r\n\r\n").encode("latin-1")]
+    ready = lines.ready()
+    while True:
+        for line in ready:
             if line is None:
-                break
+                out.append(b"0\r\n\r\n")
+                writer.write(b"".join(out))
+                await writer.drain()
+                return True
             event = b"event: message\r\ndata: " + line.rstrip(b"\n") + b"\r\n\r\n"
-            writer.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+            out += (f"{len(event):x}\r\n".encode(), event, b"\r\n")
+        if out:
+            writer.write(b"".join(out))
+            out.clear()
             await writer.drain()
-        writer.write(b"0\r\n\r\n")
-        await writer.drain()
-        return True
-    finally:
-        await _let_go(gone)
-
-
-async def _let_go(gone: asyncio.Future[bytes]) -> None:
-    """Stop watching the client's side, and wait until that read has let go of the reader: the next
-    request is read from it at once (a StreamReader takes one reader at a time)."""
-    if not gone.done():
-        gone.cancel()
-        await asyncio.wait({gone})
-
-
-class ClientGone(ConnectionError):
-    """The client closed the connection while it waited for an answer."""
-
-
-async def next_line(lines: asyncio.Queue[bytes | None], reader: asyncio.StreamReader) -> bytes | None:
-    """The next line (None: the end marker), or :class:`ClientGone` if the client goes away first."""
-    if not lines.empty():
-        return lines.get_nowait()
-    getter = asyncio.ensure_future(lines.get())
-    gone = asyncio.ensure_future(reader.read(1))  # a client sends nothing while it waits
-    try:
-        done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        if not getter.done():
-            getter.cancel()
-        await _let_go(gone)
-    if getter not in done:
-        raise ClientGone
-    return getter.result()
-
-
-async def answers(queue: asyncio.Queue[bytes | None]) -> list[bytes]:
-    """Every line up to the end marker (a client that went away meanwhile is found at the write)."""
-    out: list[bytes] = []
-    while (line := await queue.get()) is not None:
-        out.append(line)
-    return out
-
-
-def drain(queue: asyncio.Queue[bytes | None]) -> list[bytes]:
-    out = []
-    while not queue.empty():
-        item = queue.get_nowait()
-        if item is not None:
-            out.append(item)
-    return out
+        try:
+            await lines.wait(reader)
+        except ClientGone:
+            return False
+        ready = lines.ready()

@@ -1,8 +1,9 @@
 """A small HTTP/1.1 client on asyncio streams: what a Streamable HTTP upstream needs, and no more.
 
-One origin per client; a request takes an idle keep-alive connection or opens one (so there is one
-connection per request in flight), and gives it back once its response was read to the end; a
-response left unread (a cancelled request, an error) closes its connection. Bodies are framed by
+One origin per client; a request takes an idle keep-alive connection (and is written on it at once)
+or opens one (so there is one connection per request in flight), and gives it back once its
+response was read to the end; a response left unread (a cancelled request, an error) closes its
+connection. Bodies are framed by
 ``Content-Length``, chunked, or end with the connection. ``https`` goes through ``ssl`` with the same
 trust as httpx2 (``SSL_CERT_FILE``/``SSL_CERT_DIR``, else the system's certificates), hostname checked.
 Redirects are not followed; 1xx answers are read past. The connect timeout covers TCP and TLS; a
@@ -18,13 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import re
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Mapping
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Final, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from harness import __version__
@@ -59,12 +58,22 @@ class HttpResponse(Protocol):
     def chunks(self) -> AsyncIterator[bytes]: ...
 
 
+class HttpExchange(Protocol):
+    """One request; entering it gives the response once its head has arrived."""
+
+    async def __aenter__(self) -> HttpResponse: ...
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None: ...
+
+    def abandon(self) -> None:
+        """It will never be entered (its task was cancelled before it began): free what it holds."""
+        ...
+
+
 class HttpClient(Protocol):
     """Requests to one URL with a fixed set of headers (the configured ones)."""
 
-    def stream(
-        self, method: str, headers: Mapping[str, str], body: bytes = b""
-    ) -> AbstractAsyncContextManager[HttpResponse]: ...
+    def stream(self, method: str, headers: Mapping[str, str], body: bytes = b"") -> HttpExchange: ...
 
     async def aclose(self) -> None: ...
 
@@ -248,36 +257,31 @@ class Http11Client:
         lines += [_checked(name, value) for name, value in fields.values()]
         return "".join(lines).encode("latin-1") + b"\r\n"
 
-    @contextlib.asynccontextmanager
-    async def stream(
-        self, method: str, headers: Mapping[str, str], body: bytes = b""
-    ) -> AsyncIterator[Response]:
-        """Send a request; the response once its head has arrived (its connection is kept for
-        another request if its body was read to the end, else closed)."""
-        head = self._head(method, headers, body)
-        connection = await self._connection()
-        response: Response | None = None
-        try:
-            writer = connection.writer
-            writer.write(head + body)
-            if writer.transport.get_write_buffer_size():
-                await self._bounded(writer.drain(), "writing the request")
-            response = await self._response(connection.reader, method)
-            yield response
-        finally:
-            if response is not None and response.complete and response.keep_alive and not self._closed:
-                self._idle.append(connection)
-            else:
-                self._open.discard(connection)
-                connection.close()
+    def stream(self, method: str, headers: Mapping[str, str], body: bytes = b"") -> Exchange:
+        """A request: written at once if a keep-alive connection is idle (in the caller's step, not
+        a loop turn later), else when entered; see :class:`Exchange`."""
+        return Exchange(self, method, headers, body)
 
-    async def _connection(self) -> _Connection:
+    def _idle_connection(self) -> _Connection | None:
         while self._idle:
             connection = self._idle.pop()
             if connection.reusable():
                 return connection
             self._open.discard(connection)
             connection.close()
+        return None
+
+    def _release(self, connection: _Connection, response: Response | None) -> None:
+        """Keep a connection for another request if its response was read to the end, else close it."""
+        if response is not None and response.complete and response.keep_alive and not self._closed:
+            self._idle.append(connection)
+        else:
+            self._open.discard(connection)
+            connection.close()
+
+    async def _connection(self) -> _Connection:
+        if (connection := self._idle_connection()) is not None:
+            return connection
         if self._closed:
             raise HttpError("the client is closed")
         origin = self.origin
@@ -289,9 +293,9 @@ class Http11Client:
             limit=MAX_HEAD,
         )
         reader, writer = await self._bounded(opening, f"connecting to {origin.host}:{origin.port}")
-        connection = _Connection(reader, writer)
-        self._open.add(connection)
-        return connection
+        opened = _Connection(reader, writer)
+        self._open.add(opened)
+        return opened
 
     async def _bounded(self, step: Awaitable[T], what: str) -> T:
         try:
@@ -323,3 +327,53 @@ class Http11Client:
         for connection in list(self._open):
             connection.close()
         self._open.clear()
+
+
+class Exchange:
+    """One request of :class:`Http11Client`. Entering it sends the request (unless it went at once
+    on an idle connection) and waits for the response's head; leaving it keeps the connection for
+    another request if the body was read to the end, else closes it. An error in the request's own
+    head is raised on entering, as every other one is."""
+
+    __slots__ = ("_client", "_connection", "_error", "_method", "_request", "_response")
+
+    def __init__(self, client: Http11Client, method: str, headers: Mapping[str, str], body: bytes) -> None:
+        self._client = client
+        self._method = method
+        self._connection: _Connection | None = None
+        self._response: Response | None = None
+        self._error: HttpError | None = None
+        try:
+            self._request = client._head(method, headers, body) + body
+        except HttpError as exc:
+            self._error = exc
+            return
+        if (connection := client._idle_connection()) is not None:
+            connection.writer.write(self._request)
+            self._connection = connection
+
+    async def __aenter__(self) -> Response:
+        if self._error is not None:
+            raise self._error
+        client, connection = self._client, self._connection
+        try:
+            if connection is None:
+                connection = self._connection = await client._connection()
+                connection.writer.write(self._request)
+            writer = connection.writer
+            if writer.transport.get_write_buffer_size():
+                await client._bounded(writer.drain(), "writing the request")
+            response = self._response = await client._response(connection.reader, self._method)
+        except BaseException:
+            self.abandon()
+            raise
+        return response
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.abandon()
+
+    def abandon(self) -> None:
+        """Give the connection back (kept if the response was read to the end); once."""
+        if self._connection is not None:
+            self._client._release(self._connection, self._response)
+            self._connection = None

@@ -20,11 +20,11 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from harness.config import UpstreamConfig, resolve_upstream_headers
-from harness.gateway.upstream.http11 import HttpClient, HttpError, HttpResponse
+from harness.gateway.upstream.http11 import HttpClient, HttpError, HttpExchange, HttpResponse
 from harness.gateway.upstream.http_proxied import http_client
 from harness.gateway.upstream.modern import HeaderParams, header_params, modern_headers
 from harness.gateway.upstream.sse import SseParser
@@ -47,6 +47,8 @@ class HttpUpstream:
     """One Streamable HTTP session with an upstream (a link's transport)."""
 
     pid = 0
+    _loop: asyncio.AbstractEventLoop
+    """Set by :meth:`open`."""
 
     def __init__(self, config: UpstreamConfig, on_message: OnMessage, on_closed: OnClosed) -> None:
         self.config = config
@@ -70,10 +72,12 @@ class HttpUpstream:
 
     async def open(self) -> None:
         """Make the HTTP client; the first POST (initialize) connects."""
+        self._loop = asyncio.get_running_loop()  # looked up once (each lookup is a getpid on 3.11)
         self._client = http_client(self.url, resolve_upstream_headers(self.config), CONNECT_TIMEOUT_S)
 
     def send(self, message: dict[str, Any]) -> None:
-        """POST one message (in its own task; its answers are delivered as they come)."""
+        """POST one message (written now on an idle connection; a task of its own waits for the answer,
+        whose messages are delivered as they come)."""
         if self._closed or self._client is None:
             return
         headers = modern_headers(message, self._header_params)
@@ -84,7 +88,9 @@ class HttpUpstream:
         elif self._modern and "id" not in message:
             self._cancel_post(message)  # no notification goes to a 2026-07-28 server over HTTP
             return
-        task = self._spawn(self._post(message, headers))
+        body = jsonrpc.encode_ascii(message)
+        exchange = self._client.stream("POST", self._headers(headers), body)  # written now if it can be
+        task = self._spawn(self._post(message, exchange), exchange.abandon)
         if headers is not None and "id" in message:
             request_id = message["id"]
             self._requests[request_id] = task
@@ -101,10 +107,19 @@ class HttpUpstream:
             if task is not None:
                 task.cancel()
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.get_running_loop().create_task(work)
+    def _spawn(
+        self, work: Coroutine[Any, Any, None], abandon: Callable[[], None] | None = None
+    ) -> asyncio.Task[None]:
+        """A task of the session's; ``abandon`` frees what ``work`` was given if it never ran."""
+        task = self._loop.create_task(work)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+
+        def done(task: asyncio.Task[None]) -> None:
+            self._tasks.discard(task)
+            if abandon is not None:
+                abandon()
+
+        task.add_done_callback(done)
         return task
 
     def _headers(self, modern: dict[str, str] | None = None) -> dict[str, str]:
@@ -117,13 +132,11 @@ class HttpUpstream:
             headers["MCP-Protocol-Version"] = self._version
         return headers
 
-    async def _post(self, message: dict[str, Any], modern: dict[str, str] | None) -> None:
-        assert self._client is not None
+    async def _post(self, message: dict[str, Any], exchange: HttpExchange) -> None:
         request_id = message.get("id") if "method" in message else None
         initialize = message.get("method") == "initialize"
         try:
-            body = jsonrpc.encode_ascii(message)
-            async with self._client.stream("POST", self._headers(modern), body) as response:
+            async with exchange as response:
                 if initialize and (session_id := response.headers.get("mcp-session-id")):
                     self._session_id = session_id
                 if response.status == 202:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import TYPE_CHECKING
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from harness.gateway.upstream.http11 import Http11Client, HttpClient, HttpError
@@ -75,9 +76,12 @@ class ProxiedClient:
             headers=dict(headers), timeout=httpx2.Timeout(connect_timeout, read=None), follow_redirects=False
         )
 
+    def stream(self, method: str, headers: Mapping[str, str], body: bytes = b"") -> _ProxiedExchange:
+        return _ProxiedExchange(self._exchange(method, headers, body))
+
     @contextlib.asynccontextmanager
-    async def stream(
-        self, method: str, headers: Mapping[str, str], body: bytes = b""
+    async def _exchange(
+        self, method: str, headers: Mapping[str, str], body: bytes
     ) -> AsyncIterator[_ProxiedResponse]:
         with _as_http_error():
             async with self._client.stream(
@@ -87,3 +91,22 @@ class ProxiedClient:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+class _ProxiedExchange:
+    """:class:`~harness.gateway.upstream.http11.HttpExchange` on httpx2: nothing is sent before it is
+    entered, so there is nothing to give up if it never is."""
+
+    __slots__ = ("_exchange",)
+
+    def __init__(self, exchange: AbstractAsyncContextManager[_ProxiedResponse]) -> None:
+        self._exchange = exchange
+
+    async def __aenter__(self) -> _ProxiedResponse:
+        return await self._exchange.__aenter__()
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        return await self._exchange.__aexit__(*exc_info)
+
+    def abandon(self) -> None:
+        pass
