@@ -5,7 +5,6 @@ event published after that end, whatever thread publishes it."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import threading
 import time
 
@@ -73,22 +72,3 @@ def test_an_event_published_after_a_call_ended_comes_after_its_record_whatever_t
         assert [e.request_id for e in logged[:3]] == ["0", "1", "2"]  # type: ignore[attr-defined]
 
     asyncio.run(scenario())
-
-
-def test_a_record_that_cannot_be_built_is_logged_without_its_arguments_and_the_others_are_built(caplog):
-    logged: list[Event] = []
-    secret = "ghp_" + "a1B2" * 9
-    batch = CallRecorder(logged.append).batch
-
-    def broken(arguments: dict[str, str]) -> None:
-        raise ValueError("no record")
-
-    async def scenario() -> None:
-        batch.start(asyncio.get_running_loop())
-        batch.add(functools.partial(broken, {"token": secret}))
-        batch.add(functools.partial(logged.append, DaemonStopped(ts=time.time(), reason="t")))
-        batch.flush()
-
-    asyncio.run(scenario())
-    assert [type(e).__name__ for e in logged] == ["DaemonStopped"]
-    assert "could not be built" in caplog.text and secret not in caplog.text

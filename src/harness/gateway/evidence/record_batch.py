@@ -72,5 +72,4 @@ class RecordBatch:
                 try:
                     build()
                 except Exception:  # one failing record must not cost the others theirs
-                    # Not the record itself: it holds the call's arguments, unredacted.
-                    log.exception("a call's record could not be built")
+                    log.exception("a call record failed: %r", build)
