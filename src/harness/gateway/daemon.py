@@ -274,7 +274,6 @@ class Daemon:
                 await self._orphans.finish()
         log.debug("children stopped after %.3fs", time.perf_counter() - started)
         self.listeners.metrics.close()
-        self.recorder.batch.flush()  # every call's event published, before its span is sent
         await self.telemetry.stop()  # every call so far has its span sent
         self.emit(DaemonStopped(ts=time.time(), reason=self._stop_reason or "stopped"))
         if self._policy is not None:
