@@ -27,7 +27,6 @@ class EventBus:
 
     def __init__(self, log_intake: Deliver) -> None:
         self._log = log_intake
-        self._before: Callable[[], object] | None = None
         self._table: MappingProxyType[type[Event], tuple[Deliver, ...]] = MappingProxyType({})
 
     def subscribe(self, types: Iterable[type[Event]], deliver: Deliver) -> None:
@@ -48,15 +47,8 @@ class EventBus:
 
         self.subscribe(types, tell)
 
-    def before_publish(self, first: Callable[[], object]) -> None:
-        """Run ``first`` before each publish, on the publishing thread: it publishes what happened
-        before and is still waiting (the daemon's batched call records), so it keeps its place."""
-        self._before = first
-
     def publish(self, event: Event) -> None:
         """Append to the log (bounded, never blocks), then deliver to the type's subscribers."""
-        if self._before is not None:
-            self._before()
         self._log(event)
         for deliver in self._table.get(type(event), ()):
             try:

@@ -68,7 +68,6 @@ class Daemon:
         self.telemetry = TelemetrySwitch()
         self.routing: Published[RoutingSnapshot] = Published(EMPTY_SNAPSHOT)
         self.recorder = CallRecorder(self.emit, settings=self.holder)
-        self.bus.before_publish(self.recorder.batch.flush)  # batched records keep their place in the log
         self._writer: pykka.ActorRef[Any] | None = None
         self._policy: pykka.ActorRef[Any] | None = None
         self._spawner: HarnessSpawner | None = None
@@ -158,7 +157,6 @@ class Daemon:
     async def run(self, ready: Any = None) -> int:
         """Serve until SIGTERM/SIGINT; return the exit code."""
         self._loop = asyncio.get_running_loop()
-        self.recorder.batch.start(self._loop)
         self.roster.serve_on(self._loop)
         lock = DaemonLock(self.paths)
         lock.acquire()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
-from functools import partial
 from typing import Any, Protocol
 
 import orjson
@@ -14,7 +13,6 @@ from harness.events import Event, ToolCallCompleted
 from harness.gateway.evidence.call_metrics import Count, Observations
 from harness.gateway.evidence.known_secrets import KnownSecrets
 from harness.gateway.evidence.metrics import CALL_SERIES, tool_label
-from harness.gateway.evidence.record_batch import RecordBatch
 from harness.gateway.evidence.redaction import args_as_stored, canonical_json, may_hold_secret, redact_text
 from harness.gateway.evidence.secret_patterns import REDACTED
 from harness.printable import printable
@@ -87,8 +85,6 @@ class CallRecorder:
         self._emit = emit
         self._settings: Settings = settings or _Fixed(args_mode)
         self._metric_children: dict[tuple[str, str, str, str], tuple[Count, Observations, Observations]] = {}
-        self.batch = RecordBatch()
-        """Where finished calls wait to have their events built (at once until ``batch.start``)."""
 
     def _children(
         self, harness: str, upstream: str, tool: str, outcome: str
@@ -146,54 +142,55 @@ class CallRecorder:
     ) -> None:
         """Record one finished call. ``started`` is a ``time.perf_counter()`` reading; ``exposed``
         the name the agent called (as its session lists it), ``request_id`` its JSON-RPC id."""
-        latency_s = time.perf_counter() - started
+        now_perf = time.perf_counter()
+        latency_s = now_perf - started
         if outcome == "denied":
             tool, exposed = self.stored_name(tool), self.stored_name(exposed)
-        who = session.identity.attribution
+        ident = session.identity
+        who = ident.attribution
+        settings = self._settings.current
+        mode = settings.args_mode
+        stored_hash = stored_args = size = None
+        truncated = False
+        if mode != "none":
+            canonical = canonical_json(arguments)
+            raw = canonical.encode()
+            stored_hash, size = hashlib.sha256(raw).hexdigest(), len(raw)
+            if mode == "redacted":
+                stored_args, truncated = args_as_stored(arguments, canonical, settings.known)
+        # Every field, in declaration order, of the type declared: the gateway computed each one, so
+        # the event skips validation (``Event.trusted``; the recording tests compare it with a
+        # validated event byte for byte).
+        event = ToolCallCompleted.trusted(
+            {
+                "ts": time.time() - latency_s,
+                "session_id": session.session_id,
+                "latency_ms": round(latency_s * 1000, 3),
+                "harness": who.harness,
+                "run_id": who.run_id,
+                "adapter": who.adapter,
+                "model": who.model,
+                "config_hash": who.config_hash,
+                "upstream": upstream,
+                "tool": tool,
+                "tier": tier,
+                "args_hash": stored_hash,
+                "args": stored_args,
+                "args_truncated": truncated,
+                "args_bytes": size,
+                "outcome": outcome,
+                "error_reason": reason,
+                "response_bytes": response_bytes,
+                "response_tokens_est": (response_bytes + 3) // 4,
+                "trace_id": ident.trace_id,
+                "span_id": span_id,
+                "exposed_name": exposed,
+                "via_call_tool": via_call_tool,
+                "request_id": id_text(request_id),
+            }
+        )
+        self._emit(event)
         calls, duration, sizes = self._children(who.harness or "", upstream, tool, outcome)
         calls.value += 1
         duration.observe(latency_s)
         sizes.observe(response_bytes)
-        fields: dict[str, Any] = {
-            "ts": time.time() - latency_s,
-            "session_id": session.session_id,
-            "latency_ms": round(latency_s * 1000, 3),
-            "harness": who.harness,
-            "run_id": who.run_id,
-            "adapter": who.adapter,
-            "model": who.model,
-            "config_hash": who.config_hash,
-            "upstream": upstream,
-            "tool": tool,
-            "tier": tier,
-            "args_hash": None,
-            "args": None,
-            "args_truncated": False,
-            "args_bytes": None,
-            "outcome": outcome,
-            "error_reason": reason,
-            "response_bytes": response_bytes,
-            "response_tokens_est": (response_bytes + 3) // 4,
-            "trace_id": session.identity.trace_id,
-            "span_id": span_id,
-            "exposed_name": exposed,
-            "via_call_tool": via_call_tool,
-            "request_id": id_text(request_id),
-        }
-        self.batch.add(partial(self._emit_call, fields, arguments, self._settings.current))
-
-    def _emit_call(self, fields: dict[str, Any], arguments: Any, settings: RecordingSettings) -> None:
-        """The call's event, its arguments as ``settings`` (those of the call's end) store them."""
-        mode = settings.args_mode
-        if mode != "none":
-            canonical = canonical_json(arguments)
-            raw = canonical.encode()
-            fields["args_hash"], fields["args_bytes"] = hashlib.sha256(raw).hexdigest(), len(raw)
-            if mode == "redacted":
-                fields["args"], fields["args_truncated"] = args_as_stored(
-                    arguments, canonical, settings.known
-                )
-        # Every field, in declaration order, of the type declared: the gateway computed each one, so
-        # the event skips validation (``Event.trusted``; the recording tests compare it with a
-        # validated event byte for byte).
-        self._emit(ToolCallCompleted.trusted(fields))
