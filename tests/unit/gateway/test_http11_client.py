@@ -130,12 +130,7 @@ def test_a_chunked_body_arrives_whole_however_the_server_splits_it() -> None:
 
 def test_a_kept_alive_connection_serves_the_next_request_and_an_unread_body_closes_its_own() -> None:
     async def scenario() -> tuple[int, int]:
-        answers: list[Answer | None] = [
-            json_answer(b"1"),
-            json_answer(b"2"),
-            json_answer(b"3"),
-            json_answer(b"4"),
-        ]
+        answers: list[Answer | None] = [json_answer(b"%d" % n) for n in range(1, 5)]
         async with Scripted(answers) as server:
             client = Http11Client(f"http://127.0.0.1:{server.port}/mcp", {}, 5.0)
             await exchange(client)
@@ -155,12 +150,7 @@ def test_a_request_goes_out_when_it_is_made_if_a_kept_alive_connection_is_idle()
     gives its connection up, and the next request opens another."""
 
     async def scenario() -> tuple[int, bytes, int]:
-        answers: list[Answer | None] = [
-            json_answer(b"1"),
-            json_answer(b"2"),
-            json_answer(b"3"),
-            json_answer(b"4"),
-        ]
+        answers: list[Answer | None] = [json_answer(b"%d" % n) for n in range(1, 5)]
         async with Scripted(answers) as server:
             client = Http11Client(f"http://127.0.0.1:{server.port}/mcp", {}, 5.0)
             await exchange(client)
