@@ -68,6 +68,10 @@ class Lines:
         self._items.clear()
         return items
 
+    def answers(self) -> list[bytes]:
+        """Every line there now (taken), the end marker left out."""
+        return [line for line in self.ready() if line is not None]
+
     async def wait(self, reader: ClientReader) -> None:
         """Until a line is there; :class:`ClientGone` if the client goes away first."""
         await self.until(reader, lambda: bool(self._items))

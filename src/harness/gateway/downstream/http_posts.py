@@ -62,8 +62,7 @@ class Posts:
         headers = {"Mcp-Session-Id": session.id}
         if not answers_expected:
             session.close_exchange(exchange)
-            # an invalid message is answered with a null id
-            refused = [line for line in exchange.lines.ready() if line is not None]
+            refused = exchange.lines.answers()  # an invalid message is answered with a null id
             if refused:
                 await respond(writer, 400, refused[0].rstrip(b"\n"), {**headers, **JSON})
             else:

@@ -49,7 +49,7 @@ class Exchange:
         """Every request is answered: the JSON body goes out now if one is awaited; the lines end."""
         if self.reply is not None and not self.notified and not self.replied:
             self.replied = True
-            self.reply([line for line in self.lines.ready() if line is not None])
+            self.reply(self.lines.answers())
         self.lines.put(None)
 
 
